@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+// PingStorage for Linux: the storage API of Ping Identity's iOS SDK, with KeychainStorage backed by
+// the freedesktop Secret Service through libsecret.
+import PackageDescription
+
+let package = Package(
+    name: "PingStorage",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "PingStorage", targets: ["PingStorage"]),
+        .library(name: "SecretService", targets: ["SecretService"]),
+        .executable(name: "pingstorage-demo", targets: ["pingstorage-demo"]),
+    ],
+    targets: [
+        // Layer 1: libsecret and GLib as a Clang module, plus the few helpers Swift cannot express.
+        .systemLibrary(
+            name: "CLibSecret",
+            pkgConfig: "libsecret-1",
+            providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
+        ),
+        // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
+        .target(name: "SecretService", dependencies: ["CLibSecret"]),
+        // Layer 3: the iOS-compatible Storage API.
+        .target(name: "PingStorage", dependencies: ["SecretService"]),
+        .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
+        // A second process for the integration tests (interop, two writers, no bus).
+        .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
+        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["PingStorage", "SecretService", "keychain-probe"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,131 @@
+import Foundation
+public import SecretService
+
+/// Storage in the user's keyring through the freedesktop Secret Service (GNOME Keyring,
+/// KeePassXC, KWallet): the Linux counterpart of the iOS SDK's keychain storage, with the same
+/// initializers.
+///
+/// The item is `encryptor.encrypt(JSONEncoder().encode(item))`, kept as one Secret Service item
+/// with the attributes `service` (``KeychainConfiguration/service``), `account`, `username`
+/// (= account) and `xdg:schema` = `com.pingidentity.PingStorage`, labelled "account (service)".
+/// Text is stored as `text/plain` (so `secret-tool lookup service … account …` prints the JSON
+/// when no encryptor is used), other bytes as `application/octet-stream`.
+///
+/// Behaviour that differs from iOS, on purpose:
+/// - `delete()` of a missing item succeeds.
+/// - `get()` throws when the keyring cannot be read (locked, unavailable, timed out); it returns
+///   nil only when there is no item.
+/// - `save` replaces the item's secret in place; items of the same account that other tools or
+///   crashed processes left behind are removed, so exactly one remains.
+///
+/// Thread-safety: safe from any number of tasks; operations on the same account are serialized
+/// within the process. Every call ends within ``KeychainConfiguration/timeout``.
+public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchecked Sendable {
+    // @unchecked Sendable: see StorageDelegate; the properties added here are immutable Sendable values.
+
+    /// The account this storage keeps its item under.
+    public let account: String
+    /// Where in the Secret Service the item lives.
+    public let configuration: KeychainConfiguration
+    private let items: KeychainItems
+
+    /// Creates a keychain storage for `account` (the iOS SDK 1.x initializer).
+    /// - Parameters:
+    ///   - account: identifies the item; must not be empty (checked on first use).
+    ///   - encryptor: applied to the item's JSON before it is stored. Default: none.
+    ///   - cacheable: keep the item in memory too (``CacheStrategy/CACHE``).
+    public init(account: String, encryptor: Encryptor = NoEncryptor(), cacheable: Bool = false) {
+        self.account = account
+        self.configuration = .standard
+        self.items = KeychainItems(account: account, configuration: .standard,
+                                   backend: SecretServiceClient(options: KeychainConfiguration.standard.clientOptions))
+        super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheable: cacheable)
+    }
+
+    /// Creates a keychain storage for `account` with a cache strategy (the iOS SDK 2.x initializer).
+    public init(account: String, encryptor: Encryptor = NoEncryptor(), cacheStrategy: CacheStrategy) {
+        self.account = account
+        self.configuration = .standard
+        self.items = KeychainItems(account: account, configuration: .standard,
+                                   backend: SecretServiceClient(options: KeychainConfiguration.standard.clientOptions))
+        super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
+    }
+
+    /// Creates a keychain storage with Linux-specific settings: service name, collection,
+    /// deadline, prompt and transport policy.
+    public init(
+        account: String, encryptor: Encryptor = NoEncryptor(), cacheStrategy: CacheStrategy = .NO_CACHE,
+        configuration: KeychainConfiguration
+    ) {
+        self.account = account
+        self.configuration = configuration
+        self.items = KeychainItems(account: account, configuration: configuration,
+                                   backend: SecretServiceClient(options: configuration.clientOptions))
+        super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
+    }
+
+    init(account: String, encryptor: Encryptor, cacheStrategy: CacheStrategy,
+         configuration: KeychainConfiguration, backend: any SecretServiceBackend) {
+        self.account = account
+        self.configuration = configuration
+        self.items = KeychainItems(account: account, configuration: configuration, backend: backend)
+        super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
+    }
+
+    /// Where the item lives (collection, path, label, attributes, times), never its secret; nil
+    /// when there is no item. When duplicates exist, the one `get()` would read.
+    /// - Throws: ``KeychainError`` as for `get()`.
+    public func itemInfo() async throws -> SecretItemInfo? {
+        try await items.info()
+    }
+}
+
+/// The delegate behind ``KeychainStorage``: JSON, the encryptor, and the item rules.
+struct KeychainStore<T: Codable & Sendable>: Storage {
+    let items: KeychainItems
+    let encryptor: any Encryptor
+
+    func save(item: T) async throws {
+        let json = try JSONEncoder().encode(item)
+        let stored = try await encryptor.encrypt(data: json)
+        try await items.write(SecretValue(bytes: stored))
+    }
+
+    func get() async throws -> T? {
+        guard let stored = try await items.read() else { return nil }
+        let json = try await encryptor.decrypt(data: stored.bytes)
+        do {
+            return try JSONDecoder().decode(T.self, from: json)
+        } catch let error as DecodingError {
+            throw KeychainError.corruptItem(
+                "the item for account '\(items.account)' (service '\(items.configuration.service)') holds "
+                + "\(stored.bytes.count) bytes that are not a \(T.self): \(Self.describe(error)). "
+                + "It was left in the keyring unchanged; save a new value or delete it.")
+        }
+    }
+
+    func delete() async throws {
+        try await items.delete()
+    }
+
+    /// A description of a decoding failure that names where it failed but never quotes the data
+    /// (JSONDecoder's own messages can include characters of the secret).
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }
+            return keys.isEmpty ? "the top level" : keys.joined(separator: ".")
+        }
+        switch error {
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "invalid value at \(path(context))"
+        case .keyNotFound(let key, let context):
+            return "missing key '\(key.stringValue)' at \(path(context))"
+        case .typeMismatch(let type, let context):
+            return "expected \(type) at \(path(context))"
+        case .valueNotFound(let type, let context):
+            return "missing \(type) value at \(path(context))"
+        @unknown default:
+            return "undecodable"
+        }
+    }
+}

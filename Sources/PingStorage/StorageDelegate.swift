@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+/// A ``Storage`` that forwards to another storage and can keep the item in memory
+/// (see ``CacheStrategy``). The base class of ``MemoryStorage`` and ``KeychainStorage``, and of
+/// custom storages written against the iOS SDK.
+///
+/// Thread-safety: safe to use from any number of tasks at once; the cache sits behind one lock
+/// that is held only to copy a value in or out (a cached `get` costs one uncontended lock).
+///
+/// `@unchecked Sendable`: the class is `open` (so it cannot be checked `Sendable`), and its own
+/// state is immutable except for the cache, which is a `Mutex`. Subclasses must keep their own
+/// state equally safe.
+open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable {
+    private let delegate: any Storage<T>
+    /// How this storage caches.
+    public let cacheStrategy: CacheStrategy
+    private let cache = Mutex<T?>(nil)
+
+    /// Creates a storage that forwards to `delegate`, caching according to `cacheStrategy`.
+    public init(delegate: any Storage<T>, cacheStrategy: CacheStrategy = .NO_CACHE) {
+        self.delegate = delegate
+        self.cacheStrategy = cacheStrategy
+    }
+
+    /// Creates a storage that forwards to `delegate`; `cacheable: true` is ``CacheStrategy/CACHE``
+    /// and `false` is ``CacheStrategy/NO_CACHE`` (the iOS SDK 1.x initializer).
+    public init(delegate: any Storage<T>, cacheable: Bool) {
+        self.delegate = delegate
+        self.cacheStrategy = cacheable ? .CACHE : .NO_CACHE
+    }
+
+    /// Saves `item` to the delegate and, depending on the strategy, to the cache.
+    /// - Throws: the delegate's error. With ``CacheStrategy/CACHE`` the item stays cached anyway.
+    public func save(item: T) async throws {
+        switch cacheStrategy {
+        case .NO_CACHE:
+            try await delegate.save(item: item)
+        case .CACHE:
+            cache.withLock { $0 = item }
+            try await delegate.save(item: item)
+        case .CACHE_ON_FAILURE:
+            try await delegate.save(item: item)
+            cache.withLock { $0 = item }
+        }
+    }
+
+    /// The item, from the cache or the delegate depending on the strategy.
+    /// - Throws: the delegate's error (with ``CacheStrategy/CACHE_ON_FAILURE`` only when the
+    ///   cache is empty).
+    public func get() async throws -> T? {
+        switch cacheStrategy {
+        case .NO_CACHE:
+            return try await delegate.get()
+        case .CACHE:
+            if let cached = cache.withLock({ $0 }) { return cached }
+            return try await delegate.get()
+        case .CACHE_ON_FAILURE:
+            do {
+                let item = try await delegate.get()
+                cache.withLock { $0 = item }
+                return item
+            } catch {
+                if let cached = cache.withLock({ $0 }) { return cached }
+                throw error
+            }
+        }
+    }
+
+    /// Deletes the item from the delegate, then clears the cache.
+    /// - Throws: the delegate's error; the cache is then left as it was.
+    public func delete() async throws {
+        try await delegate.delete()
+        cache.withLock { $0 = nil }
+    }
+}

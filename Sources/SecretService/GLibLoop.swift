@@ -1,0 +1,108 @@
+internal import CLibSecret
+import Foundation
+
+/// The one thread in the process that runs libsecret.
+///
+/// libsecret's asynchronous API delivers every callback on the GLib main context that was the
+/// thread-default one when the call started. This type owns a private `GMainContext`, runs it on a
+/// thread of its own, and starts every libsecret call from that thread, so that
+/// - no libsecret or GDBus code ever runs on Swift's cooperative thread pool,
+/// - no callback lands on the application's own (default) GLib main context,
+/// - many calls are in flight at once on the one D-Bus connection (they are pipelined, not
+///   serialized behind a blocking call).
+///
+/// Nothing that runs on this thread may block: only libsecret's asynchronous entry points are used.
+final class GLibLoop: Sendable {
+    /// The process-wide loop; started on first use.
+    static let shared = GLibLoop()
+
+    private let context: LoopBound<OpaquePointer>
+
+    private init() {
+        let context = g_main_context_new()!
+        let loop = g_main_loop_new(context, 0)!
+        self.context = LoopBound(context)
+        let loopThreadState = LoopBound((context: context, loop: loop))
+        let thread = Thread {
+            // Makes this context the one libsecret's async calls report back to.
+            g_main_context_push_thread_default(loopThreadState.value.context)
+            g_main_loop_run(loopThreadState.value.loop)
+        }
+        thread.name = "PingStorage.libsecret"
+        thread.start()
+    }
+
+    /// Runs `body` on the loop thread: inline when already there, otherwise as soon as the loop
+    /// is idle. Thread-safe.
+    func perform(_ body: @escaping @Sendable () -> Void) {
+        let work = Unmanaged.passRetained(LoopWork(body)).toOpaque()
+        g_main_context_invoke_full(context.value, G_PRIORITY_DEFAULT, { data in
+            Unmanaged<LoopWork>.fromOpaque(data!).takeRetainedValue().body()
+            return 0  // G_SOURCE_REMOVE
+        }, work, nil)
+    }
+}
+
+extension GLibLoop {
+    /// Calls `fire` on the loop thread after `delay`, unless the returned handle is cancelled
+    /// first. Call on the loop thread.
+    func addTimeout(after delay: Duration, _ fire: @escaping @Sendable () -> Void) -> TimeoutHandle {
+        let milliseconds = UInt32(clamping: delay.components.seconds * 1000
+                                  + delay.components.attoseconds / 1_000_000_000_000_000 + 1)
+        let source = g_timeout_source_new(milliseconds)!
+        g_source_set_callback(source, { data in
+            Unmanaged<LoopWork>.fromOpaque(data!).takeUnretainedValue().body()
+            return 0  // G_SOURCE_REMOVE
+        }, Unmanaged.passRetained(LoopWork(fire)).toOpaque(), { data in
+            Unmanaged<LoopWork>.fromOpaque(data!).release()
+        })
+        g_source_attach(source, context.value)
+        return TimeoutHandle(source: source)
+    }
+}
+
+/// A pending timeout on the loop. `@unchecked Sendable`: GLib documents `g_source_destroy` and
+/// `g_source_unref` as thread-safe, and the handle releases the source exactly once.
+final class TimeoutHandle: @unchecked Sendable {
+    private let source: UnsafeMutablePointer<GSource>
+    init(source: UnsafeMutablePointer<GSource>) { self.source = source }
+
+    /// Stops the timeout from firing; harmless after it fired.
+    func cancel() { g_source_destroy(source) }
+
+    deinit {
+        g_source_destroy(source)
+        g_source_unref(source)
+    }
+}
+
+private final class LoopWork: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+
+/// A C pointer (or any value) that only the GLib loop thread dereferences.
+///
+/// `@unchecked Sendable` is safe because the value is only moved between threads, never used
+/// concurrently: every function that dereferences it runs inside `GLibLoop.perform`.
+struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Owns one reference to a GObject and drops it on the loop thread.
+///
+/// `@unchecked Sendable`: the pointer is immutable, only dereferenced on the loop thread, and the
+/// reference is released there too (GDBusProxy finalization unsubscribes signal handlers that
+/// belong to the loop's main context).
+final class GObjectOwner<Object>: @unchecked Sendable {
+    let pointer: UnsafeMutablePointer<Object>
+
+    /// Takes ownership of one reference (a `transfer full` return).
+    init(adopting pointer: UnsafeMutablePointer<Object>) { self.pointer = pointer }
+
+    deinit {
+        let raw = LoopBound(UnsafeMutableRawPointer(pointer))
+        GLibLoop.shared.perform { g_object_unref(raw.value) }
+    }
+}

@@ -1,0 +1,462 @@
+internal import CLibSecret
+import Foundation
+
+// The thin layer over libsecret and GIO: one wrapper per asynchronous C call, each started on the
+// GLib loop thread and bridged to Swift by `PendingCall`. Raw pointers, `GError` and GLib
+// ownership do not leave this file (and `GLibLoop.swift`); everything it returns is a Swift value
+// or a `GObjectOwner`.
+
+/// A `GError` copied into Swift. The `GError` itself is freed by `takeGError`.
+struct GLibError: Error, Sendable {
+    enum Domain: Sendable { case secret, io, dbus, other }
+    let domain: Domain
+    let code: Int32
+    /// The message with any "GDBus.Error:name:" prefix removed. libsecret and GIO never put
+    /// secret bytes in error messages; providers' messages are about objects and paths.
+    let message: String
+    /// The D-Bus error name when the error came from a remote peer.
+    let remoteName: String?
+}
+
+/// Copies and frees a `GError` (the one place a `GError*` is released).
+func takeGError(_ error: UnsafeMutablePointer<GError>) -> GLibError {
+    defer { g_error_free(error) }
+    var remoteName: String?
+    if let remote = g_dbus_error_get_remote_error(error) {
+        defer { g_free(remote) }
+        remoteName = String(cString: remote)
+        g_dbus_error_strip_remote_error(error)
+    }
+    let quark = error.pointee.domain
+    let domain: GLibError.Domain =
+        quark == clibsecret_secret_error_quark() ? .secret
+        : quark == clibsecret_io_error_quark() ? .io
+        : quark == clibsecret_dbus_error_quark() ? .dbus : .other
+    let message = error.pointee.message.map { String(cString: $0) } ?? "unknown error"
+    return GLibError(domain: domain, code: error.pointee.code, message: message, remoteName: remoteName)
+}
+
+/// The secret bytes and content type of a `SecretValue`, copied out of libsecret's secure memory.
+struct RawSecret: Sendable {
+    var bytes: Data
+    var contentType: String
+}
+
+// MARK: - Callback plumbing
+
+/// The body of one GAsyncReadyCallback. Created, invoked and released on the loop thread.
+private final class AsyncCallback {
+    let body: (OpaquePointer?) -> Void
+    init(_ body: @escaping (OpaquePointer?) -> Void) { self.body = body }
+}
+
+/// Passes one retained `AsyncCallback` as user data; the trampoline takes it back exactly once.
+private func callbackData(_ body: @escaping (_ result: OpaquePointer?) -> Void) -> gpointer {
+    Unmanaged.passRetained(AsyncCallback(body)).toOpaque()
+}
+
+private let trampoline: GAsyncReadyCallback = { _, result, userData in
+    Unmanaged<AsyncCallback>.fromOpaque(userData!).takeRetainedValue().body(result)
+}
+
+/// Finishes `call` with `value`, or with the error that the `_finish` function reported.
+private func complete<Value>(
+    _ call: PendingCall<Value>, _ value: Value?, _ error: UnsafeMutablePointer<GError>?
+) {
+    if let error {
+        call.finish(.failure(takeGError(error)))
+    } else if let value {
+        call.finish(.success(value))
+    } else {
+        call.finish(.failure(GLibError(domain: .other, code: 0, message: "no result and no error", remoteName: nil)))
+    }
+}
+
+// MARK: - GLib containers
+
+/// A new `GHashTable` of strings to strings; the caller unrefs it.
+private func newAttributeTable(_ attributes: [String: String]) -> OpaquePointer {
+    let table = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)!
+    for (name, value) in attributes {
+        g_hash_table_insert(table, g_strdup(name), g_strdup(value))
+    }
+    return table
+}
+
+/// Copies a NULL-terminated `gchar**` into Swift and frees it.
+private func takeStringArray(_ array: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?) -> [String] {
+    guard let array else { return [] }
+    defer { g_strfreev(array) }
+    var strings: [String] = []
+    var index = 0
+    while let element = array[index] {
+        strings.append(String(cString: element))
+        index += 1
+    }
+    return strings
+}
+
+/// Copies a `SecretValue` out and drops our reference to it.
+private func takeSecretValue(_ value: OpaquePointer) -> RawSecret {
+    defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+    var length: gsize = 0
+    let bytes = secret_value_get(value, &length)
+    let data = bytes.map { Data(bytes: $0, count: Int(length)) } ?? Data()
+    let contentType = secret_value_get_content_type(value).map { String(cString: $0) } ?? ""
+    return RawSecret(bytes: data, contentType: contentType)
+}
+
+/// A new `SecretValue` holding a copy of `secret`; the caller unrefs it.
+private func newSecretValue(_ secret: RawSecret) -> OpaquePointer {
+    secret.bytes.withUnsafeBytes { buffer in
+        // secret_value_new copies into libsecret's non-pageable, wiped-on-free memory.
+        let base = buffer.baseAddress?.assumingMemoryBound(to: gchar.self)
+        return "".withCString { empty in
+            secret_value_new(base ?? empty, gssize(buffer.count), secret.contentType)!
+        }
+    }
+}
+
+// MARK: - GVariant helpers (all run on the loop thread)
+
+/// A `GVariantType` is its type string; a static string literal lives as long as the program,
+/// which is what GLib expects of the `G_VARIANT_TYPE()` macro's argument.
+private func variantType(_ typeString: StaticString) -> OpaquePointer {
+    OpaquePointer(typeString.utf8Start)
+}
+
+private func stringVariant(_ string: String) -> OpaquePointer { g_variant_new_string(string)! }
+
+private func attributesVariant(_ attributes: [String: String]) -> OpaquePointer {
+    var entries: [OpaquePointer?] = attributes.sorted { $0.key < $1.key }.map { name, value in
+        g_variant_new_dict_entry(stringVariant(name), stringVariant(value))
+    }
+    return entries.withUnsafeMutableBufferPointer { buffer in
+        g_variant_new_array(variantType("{ss}"), buffer.baseAddress, gsize(buffer.count))!
+    }
+}
+
+private func stringValue(_ variant: OpaquePointer) -> String {
+    String(cString: g_variant_get_string(variant, nil))
+}
+
+/// Reads `a{ss}` into a dictionary.
+private func attributesValue(_ variant: OpaquePointer) -> [String: String] {
+    var attributes: [String: String] = [:]
+    for index in 0..<g_variant_n_children(variant) {
+        guard let entry = g_variant_get_child_value(variant, index) else { continue }
+        defer { g_variant_unref(entry) }
+        let name = g_variant_get_child_value(entry, 0)!
+        let value = g_variant_get_child_value(entry, 1)!
+        defer { g_variant_unref(name); g_variant_unref(value) }
+        attributes[stringValue(name)] = stringValue(value)
+    }
+    return attributes
+}
+
+/// Item or collection properties from `org.freedesktop.DBus.Properties.GetAll`.
+struct RawProperties: Sendable {
+    var label: String?
+    var attributes: [String: String]?
+    var locked: Bool?
+    var created: UInt64?
+    var modified: UInt64?
+    var objectPaths: [String: [String]] = [:]
+}
+
+private func parseProperties(_ reply: OpaquePointer) -> RawProperties {
+    // reply is "(a{sv})"
+    var properties = RawProperties()
+    guard let dictionary = g_variant_get_child_value(reply, 0) else { return properties }
+    defer { g_variant_unref(dictionary) }
+    func lookup(_ key: String, _ type: StaticString) -> OpaquePointer? {
+        g_variant_lookup_value(dictionary, key, variantType(type))
+    }
+    if let value = lookup("Label", "s") { properties.label = stringValue(value); g_variant_unref(value) }
+    if let value = lookup("Attributes", "a{ss}") { properties.attributes = attributesValue(value); g_variant_unref(value) }
+    if let value = lookup("Locked", "b") { properties.locked = g_variant_get_boolean(value) != 0; g_variant_unref(value) }
+    if let value = lookup("Created", "t") { properties.created = UInt64(g_variant_get_uint64(value)); g_variant_unref(value) }
+    if let value = lookup("Modified", "t") { properties.modified = UInt64(g_variant_get_uint64(value)); g_variant_unref(value) }
+    for key in ["Collections", "Items"] {
+        if let value = lookup(key, "ao") {
+            var paths: [String] = []
+            for index in 0..<g_variant_n_children(value) {
+                let child = g_variant_get_child_value(value, index)!
+                paths.append(stringValue(child))
+                g_variant_unref(child)
+            }
+            properties.objectPaths[key] = paths
+            g_variant_unref(value)
+        }
+    }
+    return properties
+}
+
+// MARK: - The calls
+
+/// One wrapper per libsecret / GIO asynchronous function. Each runs on the loop thread and ends
+/// its `PendingCall` from the C callback.
+enum LibSecret {
+    typealias Service = GObjectOwner<SecretService>
+    typealias Item = GObjectOwner<SecretItem>
+
+    /// Connects to the session bus and makes the process survive the bus closing (GIO's default
+    /// for the shared bus connection is to exit the process). The corresponding C function is
+    /// `g_bus_get`.
+    static func busGet(deadline: Deadline) async throws {
+        try await PendingCall<Bool>.run(operation: "connect to the session bus", deadline: deadline) { call in
+            g_bus_get(G_BUS_TYPE_SESSION, call.cancellable.pointer, trampoline, callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let connection = g_bus_get_finish(result, &error)
+                if let connection {
+                    g_dbus_connection_set_exit_on_close(connection, 0)
+                    g_object_unref(UnsafeMutableRawPointer(connection))
+                }
+                complete(call, connection == nil ? nil : true, error)
+            })
+        }
+    }
+
+    /// Opens a new (unshared) `SecretService` proxy with a transport session. A fresh instance per
+    /// connection is what lets the client recover after the daemon restarts. The corresponding C
+    /// function is `secret_service_open`.
+    static func serviceOpen(deadline: Deadline) async throws -> Service {
+        try await PendingCall<Service>.run(operation: "open a Secret Service session", deadline: deadline) { call in
+            secret_service_open(secret_service_get_type(), nil, SECRET_SERVICE_OPEN_SESSION, call.cancellable.pointer, trampoline,
+                                callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let service = secret_service_open_finish(result, &error)
+                if let service {
+                    // Deadlines are ours; GDBus must not time calls out on its own after 25 s.
+                    g_dbus_proxy_set_default_timeout(clibsecret_service_as_proxy(service), Int32.max)
+                }
+                complete(call, service.map { Service(adopting: $0) }, error)
+            })
+        }
+    }
+
+    /// The transport algorithm the session negotiated: `plain` or `dh-ietf1024-sha256-aes128-cbc-pkcs7`.
+    /// Reads a property cached by the proxy; no D-Bus traffic. The corresponding C function is
+    /// `secret_service_get_session_algorithms`.
+    static func sessionAlgorithms(_ service: Service) async -> String {
+        await withCheckedContinuation { continuation in
+            GLibLoop.shared.perform {
+                let algorithms = secret_service_get_session_algorithms(service.pointer)
+                continuation.resume(returning: algorithms.map { String(cString: $0) } ?? "")
+            }
+        }
+    }
+
+    /// The object path an alias points to, or nil when the alias is not set. The corresponding C
+    /// function is `secret_service_read_alias_dbus_path`.
+    static func readAlias(_ service: Service, alias: String, deadline: Deadline) async throws -> String? {
+        let path = try await PendingCall<String>.run(operation: "read alias '\(alias)'", deadline: deadline) { call in
+            secret_service_read_alias_dbus_path(service.pointer, alias, call.cancellable.pointer, trampoline,
+                                                callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let path = secret_service_read_alias_dbus_path_finish(service.pointer, result, &error)
+                defer { g_free(path) }
+                // An unset alias is NULL without an error; "/" is how the spec spells "none".
+                complete(call, error == nil ? (path.map { String(cString: $0) } ?? "/") : nil, error)
+            })
+        }
+        return path == "/" ? nil : path
+    }
+
+    /// Item paths whose attributes include `attributes`, split by lock state. Searches every
+    /// collection. The corresponding C function is `secret_service_search_for_dbus_paths`.
+    static func searchPaths(
+        _ service: Service, attributes: [String: String], deadline: Deadline
+    ) async throws -> (unlocked: [String], locked: [String]) {
+        let found = try await PendingCall<[[String]]>.run(operation: "search items", deadline: deadline) { call in
+            let table = newAttributeTable(attributes)
+            defer { g_hash_table_unref(table) }
+            secret_service_search_for_dbus_paths(service.pointer, nil, table, call.cancellable.pointer, trampoline,
+                                                 callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+                var locked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+                let ok = secret_service_search_for_dbus_paths_finish(service.pointer, result, &unlocked, &locked, &error)
+                let paths = [takeStringArray(unlocked), takeStringArray(locked)]
+                complete(call, ok != 0 ? paths : nil, error)
+            })
+        }
+        return (found[0], found[1])
+    }
+
+    /// One GetSecret round trip for a known item. The corresponding C function is
+    /// `secret_service_get_secret_for_dbus_path`.
+    static func getSecret(_ service: Service, path: String, deadline: Deadline) async throws -> RawSecret? {
+        let secret = try await PendingCall<RawSecret?>.run(operation: "read secret", deadline: deadline) { call in
+            secret_service_get_secret_for_dbus_path(service.pointer, path, call.cancellable.pointer, trampoline,
+                                                    callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let value = secret_service_get_secret_for_dbus_path_finish(service.pointer, result, &error)
+                // NULL without an error: the item exists but is locked or has no secret.
+                complete(call, error == nil ? .some(value.map(takeSecretValue)) : nil, error)
+            })
+        }
+        return secret
+    }
+
+    /// A proxy for one item, with its properties loaded (one GetAll round trip). The corresponding
+    /// C function is `secret_item_new_for_dbus_path`.
+    static func itemProxy(_ service: Service, path: String, deadline: Deadline) async throws -> Item {
+        try await PendingCall<Item>.run(operation: "load item", deadline: deadline) { call in
+            secret_item_new_for_dbus_path(service.pointer, path, SECRET_ITEM_NONE, call.cancellable.pointer,
+                                          trampoline, callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let item = secret_item_new_for_dbus_path_finish(result, &error)
+                complete(call, item.map { Item(adopting: $0) }, error)
+            })
+        }
+    }
+
+    /// Replaces an item's secret in place (one SetSecret round trip, one keyring write). The
+    /// corresponding C function is `secret_item_set_secret`.
+    static func setSecret(_ item: Item, _ secret: RawSecret, deadline: Deadline) async throws {
+        try await PendingCall<Bool>.run(operation: "write secret", deadline: deadline) { call in
+            let value = newSecretValue(secret)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            secret_item_set_secret(item.pointer, value, call.cancellable.pointer, trampoline, callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = secret_item_set_secret_finish(item.pointer, result, &error)
+                complete(call, ok != 0 ? true : nil, error)
+            })
+        }
+    }
+
+    /// Replaces an item's attributes. The corresponding C function is `secret_item_set_attributes`.
+    static func setAttributes(_ item: Item, _ attributes: [String: String], deadline: Deadline) async throws {
+        try await PendingCall<Bool>.run(operation: "write attributes", deadline: deadline) { call in
+            let table = newAttributeTable(attributes)
+            defer { g_hash_table_unref(table) }
+            secret_item_set_attributes(item.pointer, nil, table, call.cancellable.pointer, trampoline,
+                                       callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = secret_item_set_attributes_finish(item.pointer, result, &error)
+                complete(call, ok != 0 ? true : nil, error)
+            })
+        }
+    }
+
+    /// Replaces an item's label. The corresponding C function is `secret_item_set_label`.
+    static func setLabel(_ item: Item, _ label: String, deadline: Deadline) async throws {
+        try await PendingCall<Bool>.run(operation: "write label", deadline: deadline) { call in
+            secret_item_set_label(item.pointer, label, call.cancellable.pointer, trampoline, callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = secret_item_set_label_finish(item.pointer, result, &error)
+                complete(call, ok != 0 ? true : nil, error)
+            })
+        }
+    }
+
+    /// The item's attributes and label as the proxy last saw them (no D-Bus traffic).
+    static func cachedItemProperties(_ item: Item) async -> (label: String, attributes: [String: String]) {
+        await withCheckedContinuation { continuation in
+            GLibLoop.shared.perform {
+                let label = secret_item_get_label(item.pointer)
+                defer { g_free(label) }
+                var attributes: [String: String] = [:]
+                if let table = secret_item_get_attributes(item.pointer) {
+                    defer { g_hash_table_unref(table) }
+                    var iterator = GHashTableIter()
+                    g_hash_table_iter_init(&iterator, table)
+                    var key: gpointer?
+                    var value: gpointer?
+                    while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
+                        if let key, let value {
+                            attributes[String(cString: key.assumingMemoryBound(to: CChar.self))] =
+                                String(cString: value.assumingMemoryBound(to: CChar.self))
+                        }
+                    }
+                }
+                continuation.resume(returning: (label.map { String(cString: $0) } ?? "", attributes))
+            }
+        }
+    }
+
+    /// Creates an item (CreateItem; with `replace`, the provider replaces an item with exactly the
+    /// same attributes instead of adding a second one). Returns the new item's path. The
+    /// corresponding C function is `secret_service_create_item_dbus_path`.
+    static func createItem(
+        _ service: Service, collection: String, label: String, attributes: [String: String],
+        secret: RawSecret, replace: Bool, deadline: Deadline
+    ) async throws -> String {
+        try await PendingCall<String>.run(operation: "create item", deadline: deadline) { call in
+            let properties = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, { g_variant_unref(OpaquePointer($0)) })!
+            defer { g_hash_table_unref(properties) }
+            g_hash_table_insert(properties, g_strdup("org.freedesktop.Secret.Item.Label"),
+                                UnsafeMutableRawPointer(g_variant_ref_sink(stringVariant(label))))
+            g_hash_table_insert(properties, g_strdup("org.freedesktop.Secret.Item.Attributes"),
+                                UnsafeMutableRawPointer(g_variant_ref_sink(attributesVariant(attributes))))
+            let value = newSecretValue(secret)
+            defer { secret_value_unref(UnsafeMutableRawPointer(value)) }
+            let flags = replace ? SECRET_ITEM_CREATE_REPLACE : SECRET_ITEM_CREATE_NONE
+            secret_service_create_item_dbus_path(service.pointer, collection, properties, value, flags,
+                                                 call.cancellable.pointer, trampoline, callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let path = secret_service_create_item_dbus_path_finish(service.pointer, result, &error)
+                defer { g_free(path) }
+                complete(call, path.map { String(cString: $0) }, error)
+            })
+        }
+    }
+
+    /// Deletes an item (and completes any confirmation prompt the provider returns). The
+    /// corresponding C function is `secret_service_delete_item_dbus_path`.
+    static func deleteItem(_ service: Service, path: String, deadline: Deadline) async throws {
+        try await PendingCall<Bool>.run(operation: "delete item", deadline: deadline) { call in
+            secret_service_delete_item_dbus_path(service.pointer, path, call.cancellable.pointer, trampoline,
+                                                 callbackData { result in
+                var error: UnsafeMutablePointer<GError>?
+                let ok = secret_service_delete_item_dbus_path_finish(service.pointer, result, &error)
+                complete(call, ok != 0 ? true : nil, error)
+            })
+        }
+    }
+
+    /// Asks the provider to unlock objects; may show a prompt. Returns the paths now unlocked.
+    /// The corresponding C function is `secret_service_unlock_dbus_paths`.
+    static func unlock(_ service: Service, paths: [String], deadline: Deadline) async throws -> [String] {
+        try await PendingCall<[String]>.run(operation: "unlock", deadline: deadline) { call in
+            var cStrings = paths.map { g_strdup($0) } + [nil]
+            defer { cStrings.forEach { g_free($0) } }
+            cStrings.withUnsafeMutableBufferPointer { buffer in
+                buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<gchar>?.self, capacity: buffer.count) { array in
+                    secret_service_unlock_dbus_paths(service.pointer, array, call.cancellable.pointer, trampoline,
+                                                     callbackData { result in
+                        var error: UnsafeMutablePointer<GError>?
+                        var unlocked: UnsafeMutablePointer<UnsafeMutablePointer<gchar>?>?
+                        _ = secret_service_unlock_dbus_paths_finish(service.pointer, result, &unlocked, &error)
+                        let paths = takeStringArray(unlocked)
+                        complete(call, error == nil ? paths : nil, error)
+                    })
+                }
+            }
+        }
+    }
+
+    /// All properties of an object (`org.freedesktop.DBus.Properties.GetAll`), read fresh from the
+    /// provider rather than from a proxy's cache. The corresponding C function is
+    /// `g_dbus_connection_call`.
+    static func properties(
+        _ service: Service, path: String, interface: String, deadline: Deadline
+    ) async throws -> RawProperties {
+        try await PendingCall<RawProperties>.run(operation: "read properties", deadline: deadline) { call in
+            let proxy = clibsecret_service_as_proxy(service.pointer)
+            var arguments: [OpaquePointer?] = [stringVariant(interface)]
+            let parameters = arguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
+            g_dbus_connection_call(
+                g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
+                "org.freedesktop.DBus.Properties", "GetAll", parameters, variantType("(a{sv})"),
+                G_DBUS_CALL_FLAGS_NONE, Int32.max, call.cancellable.pointer, trampoline, callbackData { result in
+                    var error: UnsafeMutablePointer<GError>?
+                    let connection = g_dbus_proxy_get_connection(proxy)
+                    let reply = g_dbus_connection_call_finish(connection, result, &error)
+                    defer { if let reply { g_variant_unref(reply) } }
+                    complete(call, reply.map(parseProperties), error)
+                })
+        }
+    }
+}
