@@ -18,15 +18,24 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
         ),
+        // libgcrypt (already a dependency of libsecret) for SecuredKeyEncryptor's AES-256-GCM.
+        .systemLibrary(
+            name: "CGcrypt",
+            pkgConfig: "libgcrypt",
+            providers: [.apt(["libgcrypt20-dev"])]
+        ),
+        // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
+        .target(name: "PingStorageCrypto", dependencies: ["CGcrypt"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
         .target(name: "SecretService", dependencies: ["CLibSecret"]),
         // Layer 3: the iOS-compatible Storage API.
-        .target(name: "PingStorage", dependencies: ["SecretService"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage"]),
+        .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "keychain-probe"]
