@@ -7,12 +7,22 @@ final class ServiceConnection: Sendable {
     let service: LibSecret.Service
     /// `plain` or `dh-ietf1024-sha256-aes128-cbc-pkcs7`.
     let transportAlgorithm: String
+    /// The provider process (its unique bus name) this connection's session belongs to.
+    let owner: String?
     private let aliases = Mutex<[String: String]>([:])
     private let itemProxies = Mutex<[String: LibSecret.Item]>([:])
 
-    init(service: LibSecret.Service, transportAlgorithm: String) {
+    init(service: LibSecret.Service, transportAlgorithm: String, owner: String?) {
         self.service = service
         self.transportAlgorithm = transportAlgorithm
+        self.owner = owner
+    }
+
+    /// Whether the provider this connection talked to has gone (exited, restarted, replaced).
+    /// libsecret strips the D-Bus error name from most errors, so after a failed call this is how
+    /// a stale session is told apart from an ordinary error.
+    func providerChanged() async -> Bool {
+        await LibSecret.nameOwner(service) != owner
     }
 
     func cachedAlias(_ alias: String) -> String? { aliases.withLock { $0[alias] } }
@@ -95,7 +105,8 @@ final class ConnectionManager: Sendable {
         do {
             let service = try await LibSecret.serviceOpen(deadline: deadline)
             let algorithm = await LibSecret.sessionAlgorithms(service)
-            return ServiceConnection(service: service, transportAlgorithm: algorithm)
+            let owner = await LibSecret.nameOwner(service)
+            return ServiceConnection(service: service, transportAlgorithm: algorithm, owner: owner)
         } catch {
             throw SecretServiceError.from(error, operation: "open a Secret Service session", phase: .openingSession)
         }

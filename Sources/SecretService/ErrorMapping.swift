@@ -54,7 +54,7 @@ extension SecretServiceError {
             case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue):
                 return make(.itemNotFound, "the object no longer exists: \(glib.message)")
             default:
-                return make(.providerError, glib.message)
+                return make(.providerError, "\(glib.message) (\(glib.domainName) \(glib.code))")
             }
         case .io:
             switch glib.code {
@@ -66,10 +66,10 @@ extension SecretServiceError {
             case Int32(G_IO_ERROR_CANCELLED.rawValue):
                 return CancellationError()
             default:
-                return make(.providerError, glib.message)
+                return make(.providerError, "\(glib.message) (\(glib.domainName) \(glib.code))")
             }
         case .dbus, .other:
-            return make(.providerError, glib.message)
+            return make(.providerError, "\(glib.message) (\(glib.domainName) \(glib.code))")
         }
     }
 }

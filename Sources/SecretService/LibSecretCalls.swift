@@ -16,6 +16,8 @@ struct GLibError: Error, Sendable {
     let message: String
     /// The D-Bus error name when the error came from a remote peer.
     let remoteName: String?
+    /// The GLib error domain's name, e.g. `g-io-error-quark`.
+    var domainName: String = ""
 }
 
 /// Copies and frees a `GError` (the one place a `GError*` is released).
@@ -33,7 +35,9 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> GLibError {
         : quark == clibsecret_io_error_quark() ? .io
         : quark == clibsecret_dbus_error_quark() ? .dbus : .other
     let message = error.pointee.message.map { String(cString: $0) } ?? "unknown error"
-    return GLibError(domain: domain, code: error.pointee.code, message: message, remoteName: remoteName)
+    var copied = GLibError(domain: domain, code: error.pointee.code, message: message, remoteName: remoteName)
+    copied.domainName = g_quark_to_string(quark).map { String(cString: $0) } ?? ""
+    return copied
 }
 
 /// The secret bytes and content type of a `SecretValue`, copied out of libsecret's secure memory.
@@ -243,6 +247,19 @@ enum LibSecret {
             GLibLoop.shared.perform {
                 let algorithms = secret_service_get_session_algorithms(service.pointer)
                 continuation.resume(returning: algorithms.map { String(cString: $0) } ?? "")
+            }
+        }
+    }
+
+    /// The unique bus name (":1.42") currently owning the service's well-known name, or nil when
+    /// no one owns it. The proxy keeps it current from NameOwnerChanged; no D-Bus traffic. The
+    /// corresponding C function is `g_dbus_proxy_get_name_owner`.
+    static func nameOwner(_ service: Service) async -> String? {
+        await withCheckedContinuation { continuation in
+            GLibLoop.shared.perform {
+                let owner = g_dbus_proxy_get_name_owner(clibsecret_service_as_proxy(service.pointer))
+                defer { g_free(owner) }
+                continuation.resume(returning: owner.map { String(cString: $0) })
             }
         }
     }

@@ -326,7 +326,14 @@ public struct SecretServiceClient: Sendable {
             do {
                 return try await body(connection, deadline)
             } catch {
-                let mapped = SecretServiceError.from(error, operation: operation, phase: .call)
+                var mapped = SecretServiceError.from(error, operation: operation, phase: .call)
+                if let serviceError = mapped as? SecretServiceError, serviceError.code != .disconnected,
+                   serviceError.code != .timedOut, await connection.providerChanged() {
+                    mapped = SecretServiceError(
+                        .disconnected, operation: operation,
+                        message: "the Secret Service provider was restarted or went away (\(serviceError.message)).",
+                        dbusErrorName: serviceError.dbusErrorName)
+                }
                 if let serviceError = mapped as? SecretServiceError, serviceError.code == .disconnected {
                     ConnectionManager.shared.invalidate(connection)
                     if attempt == 1 { continue }

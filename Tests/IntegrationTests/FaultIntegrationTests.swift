@@ -1,0 +1,201 @@
+import Dispatch
+import Foundation
+import PingStorage
+import SecretService
+import Synchronization
+import Testing
+
+/// A task executor that runs one job at a time on one serial queue: if anything in a task on it
+/// blocked, every other task on it would stop too.
+final class SingleThreadExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "single-thread-executor")
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
+extension Integration {
+    @Suite("Faults: no bus, no provider, restarts, hangs, locks")
+    struct Faults {
+        @Test func noSessionBusIsATypedErrorNotAHang() async throws {
+            try Harness.requireHarness()
+            var environment = ProcessInfo.processInfo.environment
+            environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(environment["DBUS_TEST_DIR"]!)/no-such-bus"
+            environment["DISPLAY"] = nil
+            let started = ContinuousClock.now
+            let result = try run(Harness.probePath, ["get", "any"], environment: environment, timeout: 30)
+            #expect(result.status == 3)
+            #expect(result.stderr.hasPrefix("error: noSessionBus:"), "\(result.stderr)")
+            #expect(ContinuousClock.now - started < .seconds(10))
+
+            // No address at all and no X11 to autolaunch one.
+            environment["DBUS_SESSION_BUS_ADDRESS"] = nil
+            environment["XDG_RUNTIME_DIR"] = environment["TMPDIR"]
+            let unset = try run(Harness.probePath, ["get", "any"], environment: environment, timeout: 30)
+            #expect(unset.stderr.hasPrefix("error: noSessionBus:"), "\(unset.stderr)")
+        }
+
+        @Test func busWithoutASecretServiceIsATypedError() async throws {
+            try Harness.requireHarness()
+            // A second private bus with the same configuration: nothing owns org.freedesktop.secrets
+            // there and nothing can be activated.
+            let config = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/session.conf"
+            let result = try run("dbus-run-session", ["--config-file=\(config)", "--", Harness.probePath, "get", "any"],
+                                 timeout: 30)
+            #expect(result.status == 3)
+            #expect(result.stderr.contains("error: noSecretService:"), "\(result.stderr)")
+            #expect(result.stderr.contains("start gnome-keyring"), "the message says what to do")
+        }
+
+        @Test func daemonKilledAndRestartedCostsNoFailedCall() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            let storage = KeychainStorage<String>(account: account)
+            try await storage.save(item: "before the restart")
+            try Harness.ctl("kill")
+            try Harness.ctl("start")
+            // The cached session and proxies are stale; the call reconnects and succeeds.
+            #expect(try await storage.get() == "before the restart")
+            try await storage.save(item: "after the restart")
+            #expect(try SecretTool.lookup(lookup(account)) == Data("\"after the restart\"".utf8))
+            try await storage.delete()
+        }
+
+        @Test func daemonGoneFailsFastThenRecoversWhenItIsBack() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            let storage = KeychainStorage<String>(account: account)
+            try await storage.save(item: "kept")
+            try Harness.ctl("stop")
+            let started = ContinuousClock.now
+            let error = await keychainError { _ = try await storage.get() }
+            try Harness.ctl("start")
+            #expect(error?.kind == "noSecretService", "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .seconds(5))
+            #expect(try await storage.get() == "kept")
+            try await storage.delete()
+        }
+
+        @Test func stoppedDaemonTimesOutAtTheDeadlineWithoutBlockingOtherTasks() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            try await KeychainStorage<String>(account: account).save(item: "survives SIGSTOP")
+            let executor = SingleThreadExecutor()
+            let ticks = Atomic<Int>(0)
+            let configuration = KeychainConfiguration(timeout: .seconds(2))
+            let storage = KeychainStorage<String>(account: account, configuration: configuration)
+
+            try Harness.ctl("suspend")
+            let ticker = Task(executorPreference: executor) {
+                while !Task.isCancelled {
+                    ticks.add(1, ordering: .relaxed)
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            let started = ContinuousClock.now
+            let stuck = Task(executorPreference: executor) { try await storage.get() }
+            let ticksAtStart = ticks.load(ordering: .relaxed)
+            let result = await stuck.result
+            let elapsed = ContinuousClock.now - started
+            let ticksDuringCall = ticks.load(ordering: .relaxed) - ticksAtStart
+            ticker.cancel()
+            try Harness.ctl("resume")
+
+            switch result {
+            case .success(let value): Issue.record("expected a timeout, got \(String(describing: value))")
+            case .failure(let error): #expect((error as? KeychainError)?.kind == "timedOut", "\(error)")
+            }
+            #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(6), "ended at the deadline: \(elapsed)")
+            // 2 s of 10 ms ticks on the same one-at-a-time executor: only possible if the keyring
+            // call never held it.
+            #expect(ticksDuringCall >= 50, "other tasks kept running: \(ticksDuringCall) ticks")
+            // After SIGCONT the daemon answers again and nothing was lost.
+            #expect(try await KeychainStorage<String>(account: account).get() == "survives SIGSTOP")
+            try await KeychainStorage<String>(account: account).delete()
+        }
+
+        @Test func cancellingATaskEndsAStuckCall() async throws {
+            try Harness.requireHarness()
+            let storage = KeychainStorage<String>(account: uniqueAccount())
+            _ = try await storage.get()
+            try Harness.ctl("suspend")
+            let task = Task { try await storage.get() }
+            try await Task.sleep(for: .milliseconds(200))
+            let started = ContinuousClock.now
+            task.cancel()
+            let result = await task.result
+            try Harness.ctl("resume")
+            if case .failure(let error) = result {
+                #expect(error is CancellationError, "\(error)")
+            } else {
+                Issue.record("expected CancellationError")
+            }
+            #expect(ContinuousClock.now - started < .seconds(1))
+        }
+
+        @Test func lockedKeyringWithPromptsDisabledFailsAtOnceAndTouchesNothing() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            try await KeychainStorage<String>(account: account).save(item: "locked away")
+            try Harness.ctl("lock")
+            defer { try? Harness.ctl("restart") }
+            let neverPrompt = KeychainStorage<String>(
+                account: account, configuration: KeychainConfiguration(allowsPrompts: false))
+            let started = ContinuousClock.now
+            #expect(await keychainError { _ = try await neverPrompt.get() }?.kind == "locked")
+            #expect(await keychainError { try await neverPrompt.save(item: "overwrite") }?.kind == "locked")
+            #expect(await keychainError { try await neverPrompt.delete() }?.kind == "locked")
+            // A missing account in a locked keyring is "locked" too, never "not found".
+            let missing = KeychainStorage<String>(
+                account: uniqueAccount(), configuration: KeychainConfiguration(allowsPrompts: false))
+            #expect(await keychainError { _ = try await missing.get() }?.kind == "locked")
+            #expect(ContinuousClock.now - started < .seconds(2))
+
+            // With prompts allowed, no prompt can be shown here: the caller learns it was not unlocked.
+            let prompting = KeychainStorage<String>(account: account, configuration: KeychainConfiguration(timeout: .seconds(5)))
+            let kind = await keychainError { _ = try await prompting.get() }?.kind
+            #expect(kind == "promptDismissed" || kind == "locked" || kind == "timedOut", "\(String(describing: kind))")
+
+            try Harness.ctl("restart")
+            #expect(try SecretTool.lookup(lookup(account)) == Data("\"locked away\"".utf8), "nothing was changed")
+            #expect(try SecretTool.search(lookup(account)).count == 1)
+            try await KeychainStorage<String>(account: account).delete()
+        }
+    }
+
+    @Suite("Concurrency")
+    struct Concurrency {
+        @Test func thousandConcurrentOperationsOnSharedAndSeparateAccounts() async throws {
+            try Harness.requireHarness()
+            let accounts = (0..<10).map { uniqueAccount("concurrent\($0)") }
+            let storages = accounts.map { KeychainStorage<String>(account: $0) }
+            // A second instance for the first account: instances share nothing but the keyring.
+            let twin = KeychainStorage<String>(account: accounts[0])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<1000 {
+                    let slot = index % 10
+                    let storage = slot == 0 && index % 20 == 0 ? twin : storages[slot]
+                    group.addTask {
+                        if index % 3 == 2 {
+                            if let value = try await storage.get() {
+                                #expect(value.hasPrefix("\(slot)-"), "no torn or foreign value: \(value)")
+                            }
+                        } else {
+                            try await storage.save(item: "\(slot)-\(index)")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            for (slot, account) in accounts.enumerated() {
+                let items = try SecretTool.search(lookup(account))
+                #expect(items.count == 1, "\(account): \(items.count) items")
+                let value = try #require(try await storages[slot].get())
+                #expect(value.hasPrefix("\(slot)-"))
+                try await storages[slot].delete()
+            }
+        }
+    }
+}

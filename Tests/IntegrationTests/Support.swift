@@ -1,0 +1,226 @@
+import Foundation
+import PingStorage
+import SecretService
+import Testing
+
+/// Integration tests run only inside `dbus-test/run --isolated` (the README's test command): they
+/// need the throwaway keyring it starts. Outside it they fail (never skip) and say so.
+enum Harness {
+    static var isInside: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil }
+
+    static func requireHarness() throws {
+        guard isInside else {
+            throw HarnessError("integration tests need the private keyring: run them as `dbus-test/run --isolated swift test`")
+        }
+    }
+
+    static var ctlPath: String { ProcessInfo.processInfo.environment["DBUS_TEST_CTL"] ?? "dbus-test/ctl" }
+
+    /// Acts on the provider: stop, kill, start, restart, suspend, resume, lock.
+    static func ctl(_ command: String) throws {
+        let result = try run(ctlPath, [command], timeout: 30)
+        guard result.status == 0 else { throw HarnessError("ctl \(command) failed: \(result.stderr)") }
+    }
+
+    /// The directory holding the test binaries (and keychain-probe).
+    static var binaryDirectory: URL {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        // Swift Testing on Linux runs the binary inside the .xctest bundle path's directory.
+        if url.pathExtension == "xctest" { url = url.deletingLastPathComponent() }
+        return url
+    }
+
+    static var probePath: String { binaryDirectory.appendingPathComponent("keychain-probe").path }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct ProcessResult: Sendable {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var output: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs a program to completion (killing it after `timeout` seconds) with optional stdin.
+///
+/// Spawned with posix_spawn and a clean signal state rather than Foundation's `Process`: the
+/// test runner's threads block SIGTERM and friends, and a child would inherit that mask, so
+/// e.g. `dbus-run-session` could no longer stop its bus daemon (and a harness `ctl stop` would
+/// always fall back to SIGKILL).
+@discardableResult
+func run(_ program: String, _ arguments: [String], input: Data? = nil,
+         environment: [String: String]? = nil, timeout: TimeInterval = 60) throws -> ProcessResult {
+    var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
+    guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0, pipe(&stderrPipe) == 0 else {
+        throw HarnessError("pipe failed: errno \(errno)")
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, stdinPipe[0], 0)
+    posix_spawn_file_actions_adddup2(&actions, stdoutPipe[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
+    for fd in stdinPipe + stdoutPipe + stderrPipe { posix_spawn_file_actions_addclose(&actions, fd) }
+
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t(), defaults = sigset_t()
+    sigemptyset(&emptyMask)
+    sigfillset(&defaults)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let argv = [program] + arguments
+    let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+    var pid: pid_t = 0
+    let status = withCStrings(argv) { argvPointer in
+        withCStrings(env) { envPointer in
+            posix_spawnp(&pid, program, &actions, &attributes, argvPointer, envPointer)
+        }
+    }
+    close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
+    guard status == 0 else {
+        close(stdinPipe[1]); close(stdoutPipe[0]); close(stderrPipe[0])
+        throw HarnessError("cannot start \(program): errno \(status)")
+    }
+    let stdinHandle = FileHandle(fileDescriptor: stdinPipe[1], closeOnDealloc: true)
+    if let input { try? stdinHandle.write(contentsOf: input) }
+    try? stdinHandle.close()
+
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    let collected = OutputCollector()
+    let group = DispatchGroup()
+    for (fd, isError) in [(stdoutPipe[0], false), (stderrPipe[0], true)] {
+        group.enter()
+        DispatchQueue.global().async {
+            let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            collected.store(handle.readDataToEndOfFile(), isError: isError)
+            group.leave()
+        }
+    }
+    if group.wait(timeout: .now() + timeout) == .timedOut {
+        kill(pid, SIGKILL)
+        var ignored: Int32 = 0
+        waitpid(pid, &ignored, 0)
+        throw HarnessError("\(argv.joined(separator: " ")) did not finish within \(timeout) s")
+    }
+    var waitStatus: Int32 = 0
+    while waitpid(pid, &waitStatus, 0) == -1 && errno == EINTR {}
+    let exitStatus: Int32 = (waitStatus & 0x7f) == 0 ? (waitStatus >> 8) & 0xff : 128 + (waitStatus & 0x7f)
+    return ProcessResult(status: exitStatus, stdout: collected.stdout,
+                         stderr: String(decoding: collected.stderr, as: UTF8.self))
+}
+
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+private final class OutputCollector: @unchecked Sendable {
+    // @unchecked Sendable: both fields are only touched under `lock`.
+    private let lock = NSLock()
+    private var out = Data(), err = Data()
+    func store(_ data: Data, isError: Bool) { lock.withLock { if isError { err = data } else { out = data } } }
+    var stdout: Data { lock.withLock { out } }
+    var stderr: Data { lock.withLock { err } }
+}
+
+/// `secret-tool`, the libsecret command-line client: a client we did not write, used to check
+/// what really is in the keyring.
+enum SecretTool {
+    static func store(label: String, attributes: [String: String], secret: Data) throws {
+        let result = try run("secret-tool", ["store", "--label=\(label)"] + flatten(attributes), input: secret)
+        guard result.status == 0 else { throw HarnessError("secret-tool store failed: \(result.stderr)") }
+    }
+
+    /// The secret's bytes, or nil when no item matches.
+    static func lookup(_ attributes: [String: String]) throws -> Data? {
+        let result = try run("secret-tool", ["lookup"] + flatten(attributes))
+        if result.status != 0 {
+            if result.stderr.isEmpty { return nil }
+            throw HarnessError("secret-tool lookup failed: \(result.stderr)")
+        }
+        return result.stdout
+    }
+
+    struct Item: Sendable {
+        var path: String
+        var label: String
+        var attributes: [String: String]
+        var secret: String
+    }
+
+    /// Every item matching `attributes` (unlocking nothing).
+    static func search(_ attributes: [String: String]) throws -> [Item] {
+        let result = try run("secret-tool", ["search", "--all"] + flatten(attributes))
+        var items: [Item] = []
+        // stdout has "[path]", "label = …", "secret = …" lines; stderr has "attribute.x = …" lines
+        // (secret-tool prints attributes to stderr); interleaving is per item in order.
+        // stdout has "[path]", "label = …" and "secret = …" lines per item; stderr has that item's
+        // "attribute.x = …" lines, with nothing between items: a repeated name starts the next item.
+        let out = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+        var attributeBlocks: [[String: String]] = []
+        for line in result.stderr.split(separator: "\n") where line.hasPrefix("attribute.") {
+            let parts = line.dropFirst("attribute.".count).split(separator: " = ", maxSplits: 1).map(String.init)
+            if attributeBlocks.isEmpty || attributeBlocks[attributeBlocks.count - 1][parts[0]] != nil {
+                attributeBlocks.append([:])
+            }
+            attributeBlocks[attributeBlocks.count - 1][parts[0]] = parts.count > 1 ? parts[1] : ""
+        }
+        var index = -1
+        for line in out {
+            if line.hasPrefix("[") {
+                index += 1
+                items.append(Item(path: String(line.dropFirst().dropLast()), label: "",
+                                  attributes: index < attributeBlocks.count ? attributeBlocks[index] : [:], secret: ""))
+            }
+            guard index >= 0 else { continue }
+            if line.hasPrefix("label = ") { items[index].label = String(line.dropFirst("label = ".count)) }
+            if line.hasPrefix("secret = ") { items[index].secret = String(line.dropFirst("secret = ".count)) }
+            // secret-tool shows the xdg:schema attribute as its own "schema = …" line.
+            if line.hasPrefix("schema = ") { items[index].attributes["xdg:schema"] = String(line.dropFirst("schema = ".count)) }
+        }
+        return items
+    }
+
+    static func clear(_ attributes: [String: String]) throws {
+        try run("secret-tool", ["clear"] + flatten(attributes))
+    }
+
+    private static func flatten(_ attributes: [String: String]) -> [String] {
+        attributes.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
+    }
+}
+
+/// A fresh account name per test, so tests never see each other's items.
+func uniqueAccount(_ name: String = #function) -> String {
+    "test-\(name.prefix(while: { $0 != "(" }))-\(UUID().uuidString.prefix(8))"
+}
+
+/// The attributes KeychainStorage looks items up by.
+func lookup(_ account: String, service: String = KeychainConfiguration.defaultService) -> [String: String] {
+    ["service": service, "account": account]
+}
+
+/// Runs `body` and returns the KeychainError it threw (failing the test if it threw nothing or
+/// something else).
+func keychainError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> KeychainError? {
+    do {
+        try await body()
+        Issue.record("expected a KeychainError, got success", sourceLocation: sourceLocation)
+    } catch let error as KeychainError {
+        return error
+    } catch {
+        Issue.record("expected a KeychainError, got \(error)", sourceLocation: sourceLocation)
+    }
+    return nil
+}
