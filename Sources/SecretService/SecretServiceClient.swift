@@ -67,6 +67,18 @@ public struct SecretItemInfo: Sendable, Hashable {
     public var modified: Date
     /// Whether the item is locked.
     public var isLocked: Bool
+
+    /// Creates item metadata (for alternative backends and tests).
+    public init(path: String, collectionPath: String, label: String, attributes: [String: String],
+                created: Date, modified: Date, isLocked: Bool) {
+        self.path = path
+        self.collectionPath = collectionPath
+        self.label = label
+        self.attributes = attributes
+        self.created = created
+        self.modified = modified
+        self.isLocked = isLocked
+    }
 }
 
 /// What the provider says about a collection.
@@ -77,6 +89,13 @@ public struct SecretCollectionInfo: Sendable, Hashable {
     public var label: String
     /// Whether it is locked.
     public var isLocked: Bool
+
+    /// Creates collection metadata (for alternative backends and tests).
+    public init(path: String, label: String, isLocked: Bool) {
+        self.path = path
+        self.label = label
+        self.isLocked = isLocked
+    }
 }
 
 /// The paths of the items a search found, split by lock state.
@@ -87,6 +106,12 @@ public struct SecretSearchResult: Sendable, Hashable {
     public var locked: [String]
     /// Every item found.
     public var all: [String] { unlocked + locked }
+
+    /// Creates a search result (for alternative backends and tests).
+    public init(unlocked: [String], locked: [String]) {
+        self.unlocked = unlocked
+        self.locked = locked
+    }
 }
 
 /// An asynchronous client of the freedesktop Secret Service (`org.freedesktop.secrets`): GNOME

@@ -1,0 +1,137 @@
+import Foundation
+import SecretService
+import Synchronization
+@testable import PingStorage
+
+/// An in-memory Secret Service for unit tests: items, a lockable collection, scripted failures,
+/// and a log of every write so tests can prove what did (not) change.
+final class FakeSecretService: SecretServiceBackend {
+    struct Item {
+        var label: String
+        var attributes: [String: String]
+        var secret: SecretValue
+        var created: Date
+        var modified: Date
+    }
+    struct State {
+        var items: [String: Item] = [:]
+        var nextNumber = 1
+        var collectionLocked = false
+        var promptsUnlock = true
+        var failNext: [String: SecretServiceError] = [:]
+        var writes: [String] = []
+        var clock = Date(timeIntervalSince1970: 1_700_000_000)
+    }
+    let state = Mutex(State())
+    let collectionPath = "/org/freedesktop/secrets/collection/login"
+
+    func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0) -> String {
+        state.withLock { state in
+            let path = "\(collectionPath)/\(state.nextNumber)"
+            state.nextNumber += 1
+            let time = state.clock.addingTimeInterval(modifiedOffset)
+            state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: Data(secret.utf8)),
+                                     created: time, modified: time)
+            return path
+        }
+    }
+
+    var items: [String: Item] { state.withLock { $0.items } }
+    var writes: [String] { state.withLock { $0.writes } }
+
+    private func check(_ operation: String) throws {
+        if let error = state.withLock({ $0.failNext.removeValue(forKey: operation) }) { throw error }
+    }
+
+    private func tick(_ state: inout State) -> Date {
+        state.clock = state.clock.addingTimeInterval(1)
+        return state.clock
+    }
+
+    func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws -> SecretSearchResult {
+        try check("search")
+        return state.withLock { state in
+            let paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
+                .keys.sorted()
+            return state.collectionLocked ? SecretSearchResult(unlocked: [], locked: paths)
+                                          : SecretSearchResult(unlocked: paths, locked: [])
+        }
+    }
+
+    func itemInfo(_ path: String) async throws -> SecretItemInfo {
+        try check("info")
+        return try state.withLock { state in
+            guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read item", message: "gone") }
+            return SecretItemInfo(path: path, collectionPath: collectionPath, label: item.label, attributes: item.attributes,
+                                  created: item.created, modified: item.modified, isLocked: state.collectionLocked)
+        }
+    }
+
+    func secret(of path: String) async throws -> SecretValue {
+        try check("secret")
+        return try state.withLock { state in
+            guard !state.collectionLocked else { throw SecretServiceError(.locked, operation: "read secret", message: "locked") }
+            guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read secret", message: "gone") }
+            return item.secret
+        }
+    }
+
+    func setSecret(_ value: SecretValue, of path: String) async throws {
+        try check("setSecret")
+        try state.withLock { state in
+            guard state.items[path] != nil else { throw SecretServiceError(.itemNotFound, operation: "write secret", message: "gone") }
+            state.items[path]!.secret = value
+            state.items[path]!.modified = tick(&state)
+            state.writes.append("setSecret \(path)")
+        }
+    }
+
+    func updateItem(_ path: String, label: String?, attributes: [String: String]?) async throws {
+        try check("update")
+        state.withLock { state in
+            if let label { state.items[path]?.label = label }
+            if let attributes { state.items[path]?.attributes = attributes }
+            state.writes.append("update \(path)")
+        }
+    }
+
+    func createItem(in collection: CollectionReference, label: String, attributes: [String: String],
+                    secret: SecretValue, replacing: Bool) async throws -> String {
+        try check("create")
+        return try state.withLock { state in
+            if state.collectionLocked {
+                guard state.promptsUnlock else { throw SecretServiceError(.locked, operation: "create", message: "locked") }
+                state.collectionLocked = false
+            }
+            let path = "\(collectionPath)/\(state.nextNumber)"
+            state.nextNumber += 1
+            let time = tick(&state)
+            state.items[path] = Item(label: label, attributes: attributes, secret: secret, created: time, modified: time)
+            state.writes.append("create \(path)")
+            return path
+        }
+    }
+
+    func deleteItem(_ path: String) async throws {
+        try check("delete")
+        state.withLock { state in
+            state.items[path] = nil
+            state.writes.append("delete \(path)")
+        }
+    }
+
+    func collectionInfo(_ collection: CollectionReference) async throws -> SecretCollectionInfo {
+        try check("collection")
+        return state.withLock { SecretCollectionInfo(path: collectionPath, label: "Login", isLocked: $0.collectionLocked) }
+    }
+
+    func unlock(_ paths: [String]) async throws {
+        try check("unlock")
+        try state.withLock { state in
+            guard state.promptsUnlock else {
+                throw SecretServiceError(.locked, operation: "unlock", message: "locked and prompts are disabled")
+            }
+            state.collectionLocked = false
+        }
+    }
+}
