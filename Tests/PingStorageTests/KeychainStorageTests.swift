@@ -216,8 +216,16 @@ struct KeychainStorageTests {
     }
 }
 
+/// The iOS page's model type, exactly as written there (no explicit Sendable).
+struct PageDog: Codable {
+    let name: String
+    let breed: String
+}
+
 /// The iOS page's snippets, compiled unchanged against `import PingStorage`.
 @Test func theDocumentationSnippetsCompile() async throws {
+    let pageStorage = KeychainStorage<PageDog>(account: "myStorageId")
+    _ = pageStorage
     struct MyEncryptor: Encryptor {
         func encrypt(data: Data) async throws -> Data { data }
         func decrypt(data: Data) async throws -> Data { data }
