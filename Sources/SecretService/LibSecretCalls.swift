@@ -454,6 +454,31 @@ enum LibSecret {
         }
     }
 
+    /// The process ID of the connection owning `name` on the bus
+    /// (`org.freedesktop.DBus.GetConnectionUnixProcessID`). The corresponding C function is
+    /// `g_dbus_connection_call`.
+    static func processID(_ service: Service, owning name: String, deadline: Deadline) async throws -> UInt32 {
+        try await PendingCall<UInt32>.run(operation: "identify the provider", deadline: deadline) { call in
+            let proxy = clibsecret_service_as_proxy(service.pointer)
+            var arguments: [OpaquePointer?] = [stringVariant(name)]
+            let parameters = arguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
+            g_dbus_connection_call(
+                g_dbus_proxy_get_connection(proxy), "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                "org.freedesktop.DBus", "GetConnectionUnixProcessID", parameters, variantType("(u)"),
+                G_DBUS_CALL_FLAGS_NONE, Int32.max, call.cancellable.pointer, trampoline, callbackData { result in
+                    var error: UnsafeMutablePointer<GError>?
+                    let reply = g_dbus_connection_call_finish(g_dbus_proxy_get_connection(proxy), result, &error)
+                    defer { if let reply { g_variant_unref(reply) } }
+                    var pid: UInt32?
+                    if let reply, let child = g_variant_get_child_value(reply, 0) {
+                        pid = UInt32(g_variant_get_uint32(child))
+                        g_variant_unref(child)
+                    }
+                    complete(call, pid, error)
+                })
+        }
+    }
+
     /// All properties of an object (`org.freedesktop.DBus.Properties.GetAll`), read fresh from the
     /// provider rather than from a proxy's cache. The corresponding C function is
     /// `g_dbus_connection_call`.

@@ -98,6 +98,19 @@ public struct SecretCollectionInfo: Sendable, Hashable {
     }
 }
 
+/// The program behind `org.freedesktop.secrets`.
+public struct SecretServiceProvider: Sendable, Hashable {
+    /// Its unique bus name, e.g. `:1.7`.
+    public var uniqueName: String?
+    /// Its process ID.
+    public var processID: UInt32
+    /// Its executable's name from `/proc`, e.g. `gnome-keyring-d` (the kernel keeps 15 characters),
+    /// `keepassxc`, `kwalletd5`; nil when the process is not visible (another PID namespace).
+    public var executable: String?
+    /// The negotiated transport: `plain` or `dh-ietf1024-sha256-aes128-cbc-pkcs7`.
+    public var transportAlgorithm: String
+}
+
 /// The paths of the items a search found, split by lock state.
 public struct SecretSearchResult: Sendable, Hashable {
     /// Items whose secrets can be read now.
@@ -160,6 +173,20 @@ public struct SecretServiceClient: Sendable {
     public func transportAlgorithm() async throws -> String {
         try await perform("open a Secret Service session", checkTransport: false) { connection, _ in
             connection.transportAlgorithm
+        }
+    }
+
+    /// Which program provides the Secret Service: its unique bus name, process ID and executable
+    /// name (e.g. `gnome-keyring-daemon`, `keepassxc`, `kwalletd5`). Connects if needed.
+    /// - Throws: the connection errors.
+    public func provider() async throws -> SecretServiceProvider {
+        try await perform("identify the provider", checkTransport: false) { connection, deadline in
+            let owner = connection.owner ?? "org.freedesktop.secrets"
+            let pid = try await LibSecret.processID(connection.service, owning: owner, deadline: deadline)
+            let executable = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            return SecretServiceProvider(uniqueName: connection.owner, processID: pid, executable: executable,
+                                         transportAlgorithm: connection.transportAlgorithm)
         }
     }
 
