@@ -40,41 +40,65 @@ struct KeychainItems: Sendable {
 
     /// The stored bytes, or nil when there is no item. Reads only: never writes, deletes or unlocks
     /// anything but through the prompt the configuration allows.
+    ///
+    /// Fast path: when this process found the account's item before and no item has been created or
+    /// deleted since (``ItemChanges``), its secret is read directly — one GetSecret round trip. If
+    /// an item was created or deleted meanwhile, or the item is gone, it searches again.
     func read() async throws -> SecretValue? {
         try validate()
         return try await mapped {
             try await AccountLocks.shared.withLock(lockKey) {
-                try await retryingVanishedItem {
-                    guard let paths = try await findItems() else { return nil }
-                    return try await backend.secret(of: try await newest(paths).path)
+                if let known = knownItem(), let value = try await readKnown(known) { return value }
+                return try await retryingVanishedItem {
+                    let generation = backend.itemGeneration
+                    guard let paths = try await findItems() else {
+                        forgetItem()
+                        return nil
+                    }
+                    let target = try await newest(paths)
+                    let value = try await backend.secret(of: target.path)
+                    remember(target, generation: generation, single: paths.count == 1)
+                    return value
                 }
             }
         }
     }
 
-    /// Stores `value` so that exactly one item holds it afterwards.
+    /// Stores `value` so that exactly one item holds it afterwards, with one write at most: the
+    /// existing item's secret is replaced in place, and not written at all when it already holds
+    /// `value` (gnome-keyring rewrites its whole file on every write).
     func write(_ value: SecretValue) async throws {
         try validate()
         try await mapped {
             try await AccountLocks.shared.withLock(lockKey) {
+                if let known = knownItem(), known.isComplete, try await writeKnown(known, value) { return }
                 try await retryingVanishedItem {
+                    let generation = backend.itemGeneration
                     guard let paths = try await findItems() else {
                         _ = try await backend.createItem(
                             in: configuration.collection, label: label, attributes: itemAttributes,
                             secret: value, replacing: true)
+                        // Not remembered: our own ItemCreated has advanced the generation, and
+                        // another client's item created meanwhile must not be missed.
                         return
                     }
-                    let target = try await newest(paths)
-                    try await backend.setSecret(value, of: target.path)
+                    var target = try await newest(paths)
                     let wanted = target.attributes.merging(itemAttributes) { $1 }
-                    if wanted != target.attributes || target.label != label {
+                    let current = try await backend.secret(of: target.path)
+                    if current.bytes != value.bytes || current.contentType != value.contentType {
+                        try await backend.setSecret(value, of: target.path)
+                    }
+                    if !isComplete(target) {
                         try await backend.updateItem(
                             target.path, label: target.label == label ? nil : label,
                             attributes: wanted == target.attributes ? nil : wanted)
+                        target.label = label
+                        target.attributes = wanted
                     }
                     for duplicate in paths where duplicate != target.path {
                         try await backend.deleteItem(duplicate)
                     }
+                    remember(target, generation: generation, single: paths.count == 1)
                 }
             }
         }
@@ -85,9 +109,63 @@ struct KeychainItems: Sendable {
         try validate()
         try await mapped {
             try await AccountLocks.shared.withLock(lockKey) {
+                forgetItem()
                 guard let paths = try await findItems() else { return }
                 for path in paths { try await backend.deleteItem(path) }
             }
+        }
+    }
+
+    // MARK: - The remembered item
+
+    private typealias KnownItem = KnownItemCache.Entry
+
+    /// The remembered item, if nothing was created or deleted since it was found.
+    private func knownItem() -> KnownItem? {
+        guard let known = backend.knownItems[lockKey] else { return nil }
+        return known.generation == backend.itemGeneration ? known : nil
+    }
+
+    /// Remembers the item, but only when it was the account's only one: with duplicates the
+    /// next write must collapse them.
+    private func remember(_ item: SecretItemInfo, generation: UInt64, single: Bool) {
+        backend.knownItems[lockKey] =
+            single ? KnownItem(path: item.path, generation: generation, isComplete: isComplete(item)) : nil
+    }
+
+    /// Whether the item carries all our attributes and our label.
+    private func isComplete(_ item: SecretItemInfo) -> Bool {
+        item.label == label && itemAttributes.allSatisfy { item.attributes[$0.key] == $0.value }
+    }
+
+    private func forgetItem() {
+        backend.knownItems[lockKey] = nil
+    }
+
+    /// Reads the remembered item; nil when it turned out stale (then the caller searches).
+    private func readKnown(_ known: KnownItem) async throws -> SecretValue? {
+        do {
+            let value = try await backend.secret(of: known.path)
+            // An item created or deleted while we read (its signal precedes our reply) may be a
+            // newer duplicate: the value is then not trusted.
+            return backend.itemGeneration == known.generation ? value : nil
+        } catch let error as SecretServiceError where error.code == .itemNotFound {
+            forgetItem()
+            return nil
+        }
+    }
+
+    /// Writes through the remembered item; false when it turned out stale.
+    private func writeKnown(_ known: KnownItem, _ value: SecretValue) async throws -> Bool {
+        do {
+            let current = try await backend.secret(of: known.path)
+            guard backend.itemGeneration == known.generation else { return false }
+            if current.bytes == value.bytes && current.contentType == value.contentType { return true }
+            try await backend.setSecret(value, of: known.path)
+            return true
+        } catch let error as SecretServiceError where error.code == .itemNotFound {
+            forgetItem()
+            return false
         }
     }
 

@@ -1,5 +1,21 @@
 import Synchronization
 
+/// A process-wide counter that lets callers cache which item holds what safely.
+///
+/// It advances whenever any client may have created or deleted an item (the provider's
+/// `ItemCreated` / `ItemDeleted` signals) and whenever a connection is opened or dropped (signals may
+/// have been missed). A provider sends the signal before it answers the call that caused it, and
+/// GDBus delivers both in order, so a value read before and after a call tells whether anything
+/// was created or deleted in between.
+public enum ItemChanges {
+    private static let counter = Atomic<UInt64>(1)
+
+    /// The current value. Cheap (one atomic load); never blocks.
+    public static var generation: UInt64 { counter.load(ordering: .acquiring) }
+
+    static func advance() { counter.add(1, ordering: .releasing) }
+}
+
 /// One live connection to the Secret Service: a `SecretService` proxy with its transport session,
 /// plus what was learned through it (alias paths, item proxies). Dropped as a whole when the
 /// provider goes away, so nothing stale survives a daemon restart.
@@ -9,13 +25,16 @@ final class ServiceConnection: Sendable {
     let transportAlgorithm: String
     /// The provider process (its unique bus name) this connection's session belongs to.
     let owner: String?
+    /// Keeps ``ItemChanges`` current while this connection lives.
+    let subscription: SignalSubscription
     private let aliases = Mutex<[String: String]>([:])
     private let itemProxies = Mutex<[String: LibSecret.Item]>([:])
 
-    init(service: LibSecret.Service, transportAlgorithm: String, owner: String?) {
+    init(service: LibSecret.Service, transportAlgorithm: String, owner: String?, subscription: SignalSubscription) {
         self.service = service
         self.transportAlgorithm = transportAlgorithm
         self.owner = owner
+        self.subscription = subscription
     }
 
     /// Whether the provider this connection talked to has gone (exited, restarted, replaced).
@@ -91,10 +110,14 @@ final class ConnectionManager: Sendable {
         state.withLock { state in
             if case .connected(let current) = state, current === connection { state = .idle }
         }
+        ItemChanges.advance()
     }
 
     /// Drops whatever connection there is.
-    func reset() { state.withLock { $0 = .idle } }
+    func reset() {
+        state.withLock { $0 = .idle }
+        ItemChanges.advance()
+    }
 
     private static func open(deadline: Deadline) async throws -> ServiceConnection {
         do {
@@ -106,7 +129,10 @@ final class ConnectionManager: Sendable {
             let service = try await LibSecret.serviceOpen(deadline: deadline)
             let algorithm = await LibSecret.sessionAlgorithms(service)
             let owner = await LibSecret.nameOwner(service)
-            return ServiceConnection(service: service, transportAlgorithm: algorithm, owner: owner)
+            let subscription = await LibSecret.subscribeToItemChanges(service)
+            ItemChanges.advance()
+            return ServiceConnection(service: service, transportAlgorithm: algorithm, owner: owner,
+                                     subscription: subscription)
         } catch {
             throw SecretServiceError.from(error, operation: "open a Secret Service session", phase: .openingSession)
         }

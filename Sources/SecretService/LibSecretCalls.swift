@@ -40,6 +40,27 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> GLibError {
     return copied
 }
 
+/// A signal subscription, cancelled (on the loop thread) when released.
+///
+/// `@unchecked Sendable`: the connection pointer is only used on the loop thread, in `deinit`.
+final class SignalSubscription: @unchecked Sendable {
+    private let connection: OpaquePointer
+    private let id: guint
+
+    init(connection: OpaquePointer, id: guint) {
+        self.connection = connection
+        self.id = id
+    }
+
+    deinit {
+        let subscription = LoopBound((connection, id))
+        GLibLoop.shared.perform {
+            g_dbus_connection_signal_unsubscribe(subscription.value.0, subscription.value.1)
+            g_object_unref(UnsafeMutableRawPointer(subscription.value.0))
+        }
+    }
+}
+
 /// The secret bytes and content type of a `SecretValue`, copied out of libsecret's secure memory.
 struct RawSecret: Sendable {
     var bytes: Data
@@ -247,6 +268,29 @@ enum LibSecret {
             GLibLoop.shared.perform {
                 let algorithms = secret_service_get_session_algorithms(service.pointer)
                 continuation.resume(returning: algorithms.map { String(cString: $0) } ?? "")
+            }
+        }
+    }
+
+    /// Subscribes to the provider's `ItemCreated`, `ItemDeleted` and `ItemChanged` collection
+    /// signals; `ItemCreated`/`ItemDeleted` advance ``ItemChanges/generation`` and `ItemChanged`
+    /// is reported through ``ItemChanges``. Returns the subscription, released by the owner.
+    /// The corresponding C function is `g_dbus_connection_signal_subscribe`.
+    static func subscribeToItemChanges(_ service: Service) async -> SignalSubscription {
+        await withCheckedContinuation { continuation in
+            GLibLoop.shared.perform {
+                let connection = g_dbus_proxy_get_connection(clibsecret_service_as_proxy(service.pointer))!
+                let id = g_dbus_connection_signal_subscribe(
+                    connection, "org.freedesktop.secrets", "org.freedesktop.Secret.Collection", nil, nil, nil,
+                    G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, member, _, _ in
+                        guard let member else { return }
+                        switch String(cString: member) {
+                        case "ItemCreated", "ItemDeleted": ItemChanges.advance()
+                        default: break
+                        }
+                    }, nil, nil)
+                g_object_ref(UnsafeMutableRawPointer(connection))
+                continuation.resume(returning: SignalSubscription(connection: connection, id: id))
             }
         }
     }

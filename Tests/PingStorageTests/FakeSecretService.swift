@@ -21,9 +21,13 @@ final class FakeSecretService: SecretServiceBackend {
         var failNext: [String: SecretServiceError] = [:]
         var writes: [String] = []
         var clock = Date(timeIntervalSince1970: 1_700_000_000)
+        var generation: UInt64 = 1
+        var reads = 0
+        var searches = 0
     }
     let state = Mutex(State())
     let collectionPath = "/org/freedesktop/secrets/collection/login"
+    let knownItems = KnownItemCache()
 
     func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0) -> String {
         state.withLock { state in
@@ -32,11 +36,15 @@ final class FakeSecretService: SecretServiceBackend {
             let time = state.clock.addingTimeInterval(modifiedOffset)
             state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: Data(secret.utf8)),
                                      created: time, modified: time)
+            state.generation += 1
             return path
         }
     }
 
     var items: [String: Item] { state.withLock { $0.items } }
+    var itemGeneration: UInt64 { state.withLock { $0.generation } }
+    var reads: Int { state.withLock { $0.reads } }
+    var searches: Int { state.withLock { $0.searches } }
     var writes: [String] { state.withLock { $0.writes } }
 
     private func check(_ operation: String) throws {
@@ -51,6 +59,7 @@ final class FakeSecretService: SecretServiceBackend {
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws -> SecretSearchResult {
         try check("search")
         return state.withLock { state in
+            state.searches += 1
             let paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
                 .keys.sorted()
             return state.collectionLocked ? SecretSearchResult(unlocked: [], locked: paths)
@@ -72,6 +81,7 @@ final class FakeSecretService: SecretServiceBackend {
         return try state.withLock { state in
             guard !state.collectionLocked else { throw SecretServiceError(.locked, operation: "read secret", message: "locked") }
             guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read secret", message: "gone") }
+            state.reads += 1
             return item.secret
         }
     }
@@ -108,6 +118,7 @@ final class FakeSecretService: SecretServiceBackend {
             let time = tick(&state)
             state.items[path] = Item(label: label, attributes: attributes, secret: secret, created: time, modified: time)
             state.writes.append("create \(path)")
+            state.generation += 1
             return path
         }
     }
@@ -117,6 +128,7 @@ final class FakeSecretService: SecretServiceBackend {
         state.withLock { state in
             state.items[path] = nil
             state.writes.append("delete \(path)")
+            state.generation += 1
         }
     }
 

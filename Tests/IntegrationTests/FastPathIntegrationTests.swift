@@ -1,0 +1,63 @@
+import Foundation
+import PingStorage
+import Testing
+
+extension Integration {
+    /// The remembered-item and skipped-write fast paths never return a stale or deleted value.
+    @Suite("Fast paths against other clients")
+    struct FastPaths {
+        @Test func anotherProcessReplacingTheItemIsSeen() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            let storage = KeychainStorage<String>(account: account)
+            try await storage.save(item: "ours")
+            #expect(try await storage.get() == "ours")
+            #expect(try await storage.get() == "ours")   // now read through the remembered item
+
+            // Same item, new secret (SetSecret by another process).
+            #expect(try run(Harness.probePath, ["save", account, "theirs"]).status == 0)
+            #expect(try await storage.get() == "theirs")
+
+            // Deleted and created again at a new path by another process.
+            #expect(try run(Harness.probePath, ["delete", account]).status == 0)
+            #expect(try run(Harness.probePath, ["save", account, "recreated"]).status == 0)
+            #expect(try await storage.get() == "recreated")
+
+            // Deleted by another process: nil, never the old value.
+            #expect(try run(Harness.probePath, ["delete", account]).status == 0)
+            #expect(try await storage.get() == nil)
+        }
+
+        @Test func aNewerDuplicateWrittenByAnotherToolIsSeen() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            let storage = KeychainStorage<String>(account: account)
+            try await storage.save(item: "older")
+            #expect(try await storage.get() == "older")
+            try await Task.sleep(for: .milliseconds(1100))  // the keyring keeps whole seconds
+            try SecretTool.store(label: "dup", attributes: lookup(account).merging(["by": "secret-tool"]) { $1 },
+                                 secret: Data(#""newer""#.utf8))
+            #expect(try await storage.get() == "newer")
+            try await storage.delete()
+            #expect(try SecretTool.search(lookup(account)).isEmpty)
+        }
+
+        @Test func savingTheStoredValueDoesNotRewriteTheKeyring() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            let storage = KeychainStorage<String>(account: account)
+            try await storage.save(item: "unchanged")
+            let keyring = URL(fileURLWithPath: ProcessInfo.processInfo.environment["HOME"]!)
+                .appendingPathComponent(".local/share/keyrings/login.keyring")
+            let before = try Data(contentsOf: keyring)
+            try await storage.save(item: "unchanged")
+            try await storage.save(item: "unchanged")
+            #expect(try Data(contentsOf: keyring) == before, "no write reached the keyring file")
+            #expect(try SecretTool.lookup(lookup(account)) == Data(#""unchanged""#.utf8))
+            try await storage.save(item: "changed")
+            #expect(try Data(contentsOf: keyring) != before)
+            #expect(try SecretTool.lookup(lookup(account)) == Data(#""changed""#.utf8))
+            try await storage.delete()
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import SecretService
+import Testing
+@testable import PingStorage
+
+private func storage(_ fake: FakeSecretService, account: String = "acct") -> KeychainStorage<String> {
+    KeychainStorage<String>(account: account, encryptor: NoEncryptor(), cacheStrategy: .NO_CACHE,
+                            configuration: KeychainConfiguration(), backend: fake)
+}
+private let lookupAttributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
+
+@Suite("Fast paths: remembered item, skipped writes")
+struct FastPathTests {
+    @Test func aSecondGetReadsTheRememberedItemWithoutSearching() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: lookupAttributes, secret: #""v""#)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "v")
+        let searches = fake.searches
+        #expect(try await keychain.get() == "v")
+        #expect(try await storage(fake).get() == "v", "another instance for the same account shares it")
+        #expect(fake.searches == searches, "no search once the item is known")
+    }
+
+    @Test func anItemCreatedByAnotherClientIsSeenAtOnce() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: lookupAttributes, secret: #""old""#, modifiedOffset: -10)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "old")
+        // Another client adds a newer duplicate (ItemCreated advances the generation).
+        _ = fake.seed(attributes: lookupAttributes.merging(["by": "other"]) { $1 }, secret: #""newer""#, modifiedOffset: 10)
+        #expect(try await keychain.get() == "newer")
+    }
+
+    @Test func anItemReplacedAtANewPathIsFoundAgain() async throws {
+        let fake = FakeSecretService()
+        let first = fake.seed(attributes: lookupAttributes, secret: #""first""#)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "first")
+        try await fake.deleteItem(first)
+        _ = fake.seed(attributes: lookupAttributes, secret: #""second""#)
+        #expect(try await keychain.get() == "second")
+    }
+
+    @Test func aDeletedItemIsNeverReturned() async throws {
+        let fake = FakeSecretService()
+        let path = fake.seed(attributes: lookupAttributes, secret: #""gone soon""#)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "gone soon")
+        try await fake.deleteItem(path)
+        #expect(try await keychain.get() == nil)
+    }
+
+    @Test func savingTheStoredValueWritesNothing() async throws {
+        let fake = FakeSecretService()
+        let keychain = storage(fake)
+        try await keychain.save(item: "same")
+        let writes = fake.writes
+        try await keychain.save(item: "same")     // through the remembered item? not yet known: searches
+        try await keychain.save(item: "same")     // now remembered
+        #expect(fake.writes == writes, "no keyring write for an unchanged value")
+        #expect(try await keychain.get() == "same")
+        try await keychain.save(item: "changed")
+        #expect(fake.writes.count == writes.count + 1)
+        #expect(try await keychain.get() == "changed")
+    }
+
+    @Test func savingTheStoredValueStillCollapsesDuplicates() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: lookupAttributes, secret: #""same""#, modifiedOffset: -5)
+        let newest = fake.seed(attributes: lookupAttributes.merging(["by": "other"]) { $1 }, secret: #""same""#)
+        try await storage(fake).save(item: "same")
+        #expect(fake.items.keys.sorted() == [newest])
+        #expect(!fake.writes.contains { $0.hasPrefix("setSecret") }, "the value was already there")
+    }
+
+    @Test func deleteForgetsTheRememberedItem() async throws {
+        let fake = FakeSecretService()
+        let keychain = storage(fake)
+        try await keychain.save(item: "x")
+        _ = try await keychain.get()
+        try await keychain.delete()
+        #expect(fake.items.isEmpty)
+        #expect(try await keychain.get() == nil)
+    }
+}
