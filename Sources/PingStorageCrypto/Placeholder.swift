@@ -1,1 +1,0 @@
-// AES-256-GCM and the envelope format live here.

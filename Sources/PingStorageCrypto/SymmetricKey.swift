@@ -1,0 +1,62 @@
+import Foundation
+
+/// A 256-bit AES key whose bytes are kept in locked memory and wiped when the last copy is released.
+///
+/// Generate a new key with ``generate()`` (256 bits from libgcrypt's CSPRNG at its strongest level)
+/// or rebuild a stored one with ``init(data:)``. The bytes are reachable only through
+/// ``withUnsafeBytes(_:)`` and ``exportData()``; `description` and `debugDescription` never show
+/// them. A `SymmetricKey` is a value: copies share one immutable buffer, wiped (`explicit_bzero`)
+/// when the last copy goes away.
+///
+/// Thread-safety: `Sendable`; all members may be used from any thread concurrently.
+public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The length of a key in bytes: 32 (AES-256).
+    public static let byteCount = 32
+
+    let storage: SecureBytes
+
+    private init(storage: SecureBytes) {
+        self.storage = storage
+    }
+
+    /// Generates a new random key from libgcrypt's CSPRNG (`gcry_randomize` with
+    /// `GCRY_VERY_STRONG_RANDOM`, the level libgcrypt recommends for long-term keys).
+    ///
+    /// - Throws: ``EnvelopeError/cryptoUnavailable`` when ``CryptoLibrary/isAvailable`` is false.
+    public static func generate() throws -> SymmetricKey {
+        try CryptoLibrary.requireAvailable()
+        return SymmetricKey(storage: SecureBytes(count: byteCount) { Gcrypt.randomize($0, level: .veryStrong) })
+    }
+
+    /// Rebuilds a key from its 32 bytes, e.g. as read back from the keyring. The bytes are copied;
+    /// wiping `data` afterwards is the caller's business.
+    ///
+    /// - Parameter data: exactly ``byteCount`` bytes.
+    /// - Throws: ``EnvelopeError/invalidKeyLength(_:)`` when `data` is not 32 bytes long.
+    public init(data: Data) throws {
+        guard data.count == Self.byteCount else { throw EnvelopeError.invalidKeyLength(data.count) }
+        storage = SecureBytes(count: Self.byteCount) { destination in
+            data.withUnsafeBytes { destination.copyMemory(from: $0) }
+        }
+    }
+
+    /// Calls `body` with the key's 32 bytes. The pointer is valid only inside `body`; do not copy
+    /// the bytes anywhere that is not wiped afterwards.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes(body)
+    }
+
+    /// A copy of the key's 32 bytes, for storing the key (e.g. as the secret of its keyring item).
+    ///
+    /// `Data` cannot be wiped reliably, so keep the copy short-lived; prefer ``withUnsafeBytes(_:)``
+    /// when the destination can take a pointer.
+    public func exportData() -> Data {
+        storage.withUnsafeBytes { Data($0) }
+    }
+
+    /// `"SymmetricKey(256 bits)"`: never the key bytes.
+    public var description: String { "SymmetricKey(\(Self.byteCount * 8) bits)" }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+}
