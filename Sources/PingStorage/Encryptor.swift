@@ -25,17 +25,30 @@ public struct NoEncryptor: Encryptor {
 }
 
 /// Errors of an ``Encryptor``.
+///
+/// The first two cases are the iOS SDK's; ``SecuredKeyEncryptor`` adds the others so that a
+/// missing key or an unreadable format can be told apart from tampering.
 public enum EncryptorError: LocalizedError, Sendable, Hashable {
     /// The data could not be encrypted.
     case failedToEncrypt
-    /// The data could not be decrypted: wrong key, tampered or not encrypted by this encryptor.
+    /// The data could not be decrypted: it was changed, encrypted with another key of the same id,
+    /// or copied from another item (it is bound to its service and account).
     case failedToDecrypt
+    /// The key the data was encrypted with is not in the keyring (deleted, or the keyring was
+    /// restored from elsewhere). The message names the key id. The stored item is left unchanged.
+    case keyNotFound(String)
+    /// The stored bytes are not in a format this version can read (not an envelope, truncated, or
+    /// written by a newer version). The message says which.
+    case unsupportedFormat(String)
 
     /// What went wrong, for a person (the iOS SDK's property).
     public var errorMessage: String {
         switch self {
         case .failedToEncrypt: "Failed to encrypt data"
-        case .failedToDecrypt: "Failed to decrypt data: the key is wrong or missing, or the stored bytes were changed"
+        case .failedToDecrypt:
+            "Failed to decrypt data: the stored bytes were changed, or were copied from another item "
+                + "(encrypted data is bound to its service and account). The item was left unchanged."
+        case .keyNotFound(let message), .unsupportedFormat(let message): message
         }
     }
 

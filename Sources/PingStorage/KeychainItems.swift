@@ -181,22 +181,8 @@ struct KeychainItems: Sendable {
     // MARK: - Rules
 
     /// The account's items in the configured collection, unlocked; nil when there are none.
-    /// A locked collection with no visible match is reported as locked, not as missing.
     private func findItems() async throws -> [String]? {
-        let found = try await backend.searchItems(matching: lookupAttributes, in: configuration.collection)
-        if !found.locked.isEmpty {
-            try await backend.unlock(found.locked)
-        }
-        if found.all.isEmpty {
-            let collection = try await backend.collectionInfo(configuration.collection)
-            guard collection.isLocked else { return nil }
-            // Some providers hide a locked collection's items from searches.
-            try await backend.unlock([collection.path])
-            let again = try await backend.searchItems(matching: lookupAttributes, in: configuration.collection)
-            if !again.locked.isEmpty { try await backend.unlock(again.locked) }
-            return again.all.isEmpty ? nil : again.all
-        }
-        return found.all
+        try await backend.findUnlockedItems(matching: lookupAttributes, in: configuration.collection)
     }
 
     /// The item to use among duplicates: the most recently modified, then the most recently

@@ -85,15 +85,30 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
     let items: KeychainItems
     let encryptor: any Encryptor
 
+    private var context: EncryptionContext {
+        EncryptionContext(service: items.configuration.service, account: items.account)
+    }
+
     func save(item: T) async throws {
+        try items.validate()
         let json = try JSONEncoder().encode(item)
-        let stored = try await encryptor.encrypt(data: json)
+        let stored: Data
+        if let contextual = encryptor as? any ContextualEncryptor {
+            stored = try await contextual.encrypt(data: json, context: context)
+        } else {
+            stored = try await encryptor.encrypt(data: json)
+        }
         try await items.write(SecretValue(bytes: stored))
     }
 
     func get() async throws -> T? {
         guard let stored = try await items.read() else { return nil }
-        let json = try await encryptor.decrypt(data: stored.bytes)
+        let json: Data
+        if let contextual = encryptor as? any ContextualEncryptor {
+            json = try await contextual.decrypt(data: stored.bytes, context: context)
+        } else {
+            json = try await encryptor.decrypt(data: stored.bytes)
+        }
         do {
             return try JSONDecoder().decode(T.self, from: json)
         } catch let error as DecodingError {

@@ -21,6 +21,28 @@ protocol SecretServiceBackend: Sendable {
     var knownItems: KnownItemCache { get }
 }
 
+extension SecretServiceBackend {
+    /// The items matching `attributes` in `collection`, unlocked (through the prompt the
+    /// configuration allows); nil when there are none. A locked collection with no visible match
+    /// is reported as locked, never as "nothing there".
+    func findUnlockedItems(matching attributes: [String: String], in collection: CollectionReference) async throws -> [String]? {
+        let found = try await searchItems(matching: attributes, in: collection)
+        if !found.locked.isEmpty {
+            try await unlock(found.locked)
+        }
+        if found.all.isEmpty {
+            let info = try await collectionInfo(collection)
+            guard info.isLocked else { return nil }
+            // Some providers hide a locked collection's items from searches.
+            try await unlock([info.path])
+            let again = try await searchItems(matching: attributes, in: collection)
+            if !again.locked.isEmpty { try await unlock(again.locked) }
+            return again.all.isEmpty ? nil : again.all
+        }
+        return found.all
+    }
+}
+
 extension SecretServiceClient: SecretServiceBackend {
     var itemGeneration: UInt64 { ItemChanges.generation }
     /// All clients share one connection, so they share what it found.

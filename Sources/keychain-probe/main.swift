@@ -5,7 +5,8 @@
 //   keychain-probe save ACCOUNT VALUE
 //   keychain-probe delete ACCOUNT
 //   keychain-probe hammer ACCOUNT PREFIX N  N saves of PREFIX-0 … PREFIX-(N-1), in order
-// Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt.
+// Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
+// (SecuredKeyEncryptor).
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind).
 import Foundation
 import PingStorage
@@ -15,6 +16,7 @@ struct Probe {
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
         var configuration = KeychainConfiguration()
+        var encrypt = false
         while let option = arguments.first, option.hasPrefix("--") {
             arguments.removeFirst()
             switch option {
@@ -25,11 +27,13 @@ struct Probe {
                     : name == "session" ? .session : .alias(name)
             case "--timeout-ms": configuration.timeout = .milliseconds(Int(take(&arguments)) ?? 25_000)
             case "--no-prompt": configuration.allowsPrompts = false
+            case "--encrypt": encrypt = true
             default: usage()
             }
         }
         guard arguments.count >= 2 else { usage() }
-        let storage = KeychainStorage<String>(account: arguments[1], configuration: configuration)
+        let encryptor: any Encryptor = encrypt ? SecuredKeyEncryptor(configuration: configuration)! : NoEncryptor()
+        let storage = KeychainStorage<String>(account: arguments[1], encryptor: encryptor, configuration: configuration)
         do {
             switch (arguments[0], arguments.count) {
             case ("get", 2):
@@ -49,6 +53,9 @@ struct Probe {
         } catch let error as KeychainError {
             FileHandle.standardError.write(Data("error: \(error.kind): \(error.errorMessage)\n".utf8))
             exit(3)
+        } catch let error as EncryptorError {
+            FileHandle.standardError.write(Data("error: encryptor: \(error.errorMessage)\n".utf8))
+            exit(4)
         } catch {
             FileHandle.standardError.write(Data("error: other: \(error)\n".utf8))
             exit(3)
@@ -61,7 +68,7 @@ struct Probe {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] get|save|delete|hammer ACCOUNT [VALUE | PREFIX N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] get|save|delete|hammer ACCOUNT [VALUE | PREFIX N]\n".utf8))
         exit(2)
     }
 }

@@ -1,0 +1,107 @@
+import Foundation
+import PingStorageCrypto
+import SecretService
+
+/// Encrypts items with AES-256-GCM under a key kept in the Secret Service — the Linux counterpart
+/// of the iOS SDK's Secure Enclave–backed encryptor, with the same failable initializer:
+///
+/// ```swift
+/// let storage = KeychainStorage<Token>(account: "ACCESS_TOKEN_STORAGE",
+///                                      encryptor: SecuredKeyEncryptor() ?? NoEncryptor())
+/// ```
+///
+/// - The output is an envelope (magic, version, key id, 96-bit random nonce, ciphertext, 128-bit
+///   tag; see `Envelope` in PingStorageCrypto) stored as a binary secret.
+/// - Used by ``KeychainStorage`` (through ``ContextualEncryptor``) the ciphertext is bound to the
+///   item's service and account: bytes copied to another account do not decrypt.
+/// - The key is 256 random bits from libgcrypt's CSPRNG, stored as its own item (attributes
+///   `xdg:schema` = `com.pingidentity.PingStorage.SecuredKey` and `key-id`), loaded or created on
+///   first use — never in `init` — cached in memory and wiped when released.
+/// - Several processes creating the key at once all end up able to decrypt everything any of
+///   them wrote: a key is never replaced or deleted, every envelope names its key, and all
+///   processes settle on the same key for new data (the oldest).
+/// - A missing key (deleted in Seahorse, keyring restored from elsewhere) makes `decrypt` throw
+///   ``EncryptorError/keyNotFound(_:)``; the item stays in the keyring, and new saves still work
+///   (with a new key).
+///
+/// What it protects against, and what not: see the README's "Encryption" section — any process of
+/// the same user can ask the Secret Service for the key.
+///
+/// Thread-safety: safe from any task; instances with the same configuration share keys.
+public struct SecuredKeyEncryptor: ContextualEncryptor {
+    private let vault: KeyVault
+
+    /// Creates the encryptor, or returns nil when encryption is impossible on this machine
+    /// (libgcrypt cannot start or is too old). Does not touch D-Bus or the keyring.
+    public init?() {
+        self.init(configuration: KeychainConfiguration())
+    }
+
+    /// Creates the encryptor with the key kept in the collection (and with the deadline, prompt and
+    /// transport policy) of `configuration`; nil as for ``init()``.
+    public init?(configuration: KeychainConfiguration) {
+        guard CryptoLibrary.isAvailable else { return nil }
+        vault = KeyVault.shared(for: configuration)
+    }
+
+    init?(vault: KeyVault) {
+        guard CryptoLibrary.isAvailable else { return nil }
+        self.vault = vault
+    }
+
+    /// Encrypts `data` bound to no particular item. ``KeychainStorage`` uses
+    /// ``encrypt(data:context:)`` instead.
+    /// - Throws: ``EncryptorError/failedToEncrypt``, or a ``KeychainError`` when the key cannot be
+    ///   loaded or created (keyring locked, unavailable, timed out).
+    public func encrypt(data: Data) async throws -> Data {
+        try await seal(data, associatedData: Self.unboundAssociatedData)
+    }
+
+    /// Decrypts what ``encrypt(data:)`` produced.
+    /// - Throws: ``EncryptorError`` (`failedToDecrypt`, `keyNotFound`, `unsupportedFormat`) or a
+    ///   ``KeychainError`` when the keyring cannot be read.
+    public func decrypt(data: Data) async throws -> Data {
+        try await open(data, associatedData: Self.unboundAssociatedData)
+    }
+
+    /// Encrypts `data` for the item `context` describes.
+    public func encrypt(data: Data, context: EncryptionContext) async throws -> Data {
+        try await seal(data, associatedData: context.associatedData)
+    }
+
+    /// Decrypts `data` read from the item `context` describes; data encrypted for another item
+    /// fails with ``EncryptorError/failedToDecrypt``.
+    public func decrypt(data: Data, context: EncryptionContext) async throws -> Data {
+        try await open(data, associatedData: context.associatedData)
+    }
+
+    private static let unboundAssociatedData = Data("com.pingidentity.PingStorage/v1/unbound\u{0}".utf8)
+
+    private func seal(_ data: Data, associatedData: Data) async throws -> Data {
+        let (id, key) = try await vault.currentKey()
+        do {
+            return try Envelope.seal(data, key: key, keyID: id, associatedData: associatedData)
+        } catch {
+            throw EncryptorError.failedToEncrypt
+        }
+    }
+
+    private func open(_ data: Data, associatedData: Data) async throws -> Data {
+        let header: EnvelopeHeader
+        do {
+            header = try Envelope.header(of: data)
+        } catch let error as EnvelopeError {
+            throw EncryptorError.unsupportedFormat(
+                "the stored item is not data SecuredKeyEncryptor can read (\(error)). It was left unchanged; "
+                + "it may have been written without encryption or by a newer version.")
+        }
+        let key = try await vault.key(for: header.keyID)
+        do {
+            return try Envelope.open(data, key: key, associatedData: associatedData)
+        } catch EnvelopeError.authenticationFailed {
+            throw EncryptorError.failedToDecrypt
+        } catch let error as EnvelopeError {
+            throw EncryptorError.unsupportedFormat("the stored item cannot be decrypted: \(error)")
+        }
+    }
+}
