@@ -62,7 +62,7 @@ extension KeychainError {
     /// other layers pass through unchanged.
     static func from(_ error: any Error) -> any Error {
         guard let error = error as? SecretServiceError else { return error }
-        let message = error.description
+        let message = "\(error.operation): \(error.message)"
         switch error.code {
         case .noSessionBus: return KeychainError.noSessionBus(message)
         case .noSecretService, .disconnected: return KeychainError.noSecretService(message)

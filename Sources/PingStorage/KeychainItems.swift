@@ -205,12 +205,16 @@ struct KeychainItems: Sendable {
     }
 
     /// Another client may delete or replace the item between our search and our next call; start
-    /// over once from the search when that happens.
+    /// over from the search when that happens (a few times: other processes may keep doing it).
     private func retryingVanishedItem<Value>(_ body: () async throws -> Value) async throws -> Value {
-        do {
-            return try await body()
-        } catch let error as SecretServiceError where error.code == .itemNotFound {
-            return try await body()
+        var attempt = 1
+        while true {
+            do {
+                return try await body()
+            } catch let error as SecretServiceError where error.code == .itemNotFound && attempt < 4 {
+                forgetItem()
+                attempt += 1
+            }
         }
     }
 

@@ -34,7 +34,9 @@ extension SecretServiceError {
             return make(.disconnected, "the Secret Service provider went away (\(glib.message)).")
         case "org.freedesktop.Secret.Error.NoSession":
             return make(.disconnected, "the provider no longer knows our session; it was probably restarted.")
-        case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.Secret.Error.NoSuchObject":
+        case "org.freedesktop.DBus.Error.UnknownObject", "org.freedesktop.Secret.Error.NoSuchObject",
+             // gnome-keyring answers calls on a deleted item with "No such interface … on object at path".
+             "org.freedesktop.DBus.Error.UnknownMethod", "org.freedesktop.DBus.Error.UnknownInterface":
             return make(.itemNotFound, "the object no longer exists: \(glib.message)")
         case "org.freedesktop.Secret.Error.IsLocked":
             return make(.locked, "the collection or item is locked; unlock the keyring and try again.")

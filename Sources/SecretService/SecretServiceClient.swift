@@ -275,10 +275,17 @@ public struct SecretServiceClient: Sendable {
             if let raw = try await LibSecret.getSecret(connection.service, path: path, deadline: deadline) {
                 return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
             }
-            // No value and no error: the item is locked.
+            // No value and no error: the item is locked, or was deleted since it was found.
+            let properties = try await LibSecret.properties(
+                connection.service, path: path, interface: "org.freedesktop.Secret.Item", deadline: deadline)
+            guard properties.locked == true else {
+                throw SecretServiceError(.itemNotFound, operation: "read secret",
+                                         message: "the item \(path) returned no secret; it was deleted meanwhile.")
+            }
             try await unlock([path], connection, deadline, what: "the item \(path)")
             guard let raw = try await LibSecret.getSecret(connection.service, path: path, deadline: deadline) else {
-                throw SecretServiceError.locked("read secret", what: "the item \(path)")
+                throw SecretServiceError(.locked, operation: "read secret",
+                                         message: "the item \(path) is still locked after unlocking it; unlock the keyring and try again.")
             }
             return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
         }

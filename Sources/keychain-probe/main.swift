@@ -5,6 +5,10 @@
 //   keychain-probe save ACCOUNT VALUE
 //   keychain-probe delete ACCOUNT
 //   keychain-probe hammer ACCOUNT PREFIX N  N saves of PREFIX-0 … PREFIX-(N-1), in order
+//   keychain-probe mixed ACCOUNT-PREFIX ACCOUNTS N SEED
+//                                          N seeded random save/get/delete on ACCOUNT-PREFIX-0…(ACCOUNTS-1),
+//                                          then one final save of each account; values are
+//                                          "SEED-i-ACCOUNT" so a reader can tell whose they are
 // Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
 // (SecuredKeyEncryptor).
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind).
@@ -43,6 +47,9 @@ struct Probe {
                 try await storage.save(item: arguments[2])
             case ("delete", 2):
                 try await storage.delete()
+            case ("mixed", 5):
+                try await mixed(prefix: arguments[1], accounts: Int(arguments[2]) ?? 1, count: Int(arguments[3]) ?? 0,
+                                seed: UInt64(arguments[4]) ?? 1, configuration: configuration, encryptor: encryptor)
             case ("hammer", 4):
                 for index in 0..<(Int(arguments[3]) ?? 0) {
                     try await storage.save(item: "\(arguments[2])-\(index)")
@@ -62,13 +69,43 @@ struct Probe {
         }
     }
 
+    /// Deterministic random operations (SplitMix64) so a failing run can be replayed.
+    static func mixed(prefix: String, accounts: Int, count: Int, seed: UInt64,
+                      configuration: KeychainConfiguration, encryptor: any Encryptor) async throws {
+        var state = seed
+        func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        let storages = (0..<accounts).map {
+            KeychainStorage<String>(account: "\(prefix)-\($0)", encryptor: encryptor, configuration: configuration)
+        }
+        for index in 0..<count {
+            let slot = Int(next() % UInt64(accounts))
+            let storage = storages[slot]
+            switch next() % 10 {
+            case 0..<5: try await storage.save(item: "\(seed)-\(index)-\(storage.account)")
+            case 5..<8:
+                if let value = try await storage.get(), !value.hasSuffix("-\(storage.account)") {
+                    FileHandle.standardError.write(Data("error: foreign value in \(storage.account)\n".utf8))
+                    exit(5)
+                }
+            default: try await storage.delete()
+            }
+        }
+        for storage in storages { try await storage.save(item: "\(seed)-final-\(storage.account)") }
+    }
+
     static func take(_ arguments: inout [String]) -> String {
         guard !arguments.isEmpty else { usage() }
         return arguments.removeFirst()
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] get|save|delete|hammer ACCOUNT [VALUE | PREFIX N]\n".utf8))
+        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] get|save|delete|hammer|mixed ACCOUNT [VALUE | PREFIX N | ACCOUNTS N SEED]\n".utf8))
         exit(2)
     }
 }
