@@ -40,6 +40,9 @@ extension SecretServiceError {
             return make(.itemNotFound, "the object no longer exists: \(glib.message)")
         case "org.freedesktop.Secret.Error.IsLocked":
             return make(.locked, "the collection or item is locked; unlock the keyring and try again.")
+        case "org.freedesktop.DBus.Error.NoReply" where glib.message.contains("disconnected"):
+            // "Message recipient disconnected from message bus without replying": the provider died mid-call.
+            return make(.disconnected, "the Secret Service provider exited during the call (\(glib.message)).")
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
              "org.freedesktop.DBus.Error.TimedOut":
             return make(.timedOut, "the Secret Service did not answer: \(glib.message)")
@@ -47,6 +50,14 @@ extension SecretServiceError {
             return make(.disconnected, "the D-Bus connection closed: \(glib.message)")
         default:
             break
+        }
+        // libsecret strips the D-Bus name from most errors it passes on, so a session the provider
+        // forgot (it restarted, or dropped our session) is only recognisable by its message:
+        // gnome-keyring says "The session does not exist" / "The session wrapping the secret does
+        // not exist". A new session fixes it.
+        let message = glib.message.lowercased()
+        if message.contains("session"), message.contains("does not exist") || message.contains("no such session") {
+            return make(.disconnected, "the provider no longer knows our session (\(glib.message)).")
         }
         switch glib.domain {
         case .secret:

@@ -5,12 +5,16 @@
 //   keychain-probe save ACCOUNT VALUE
 //   keychain-probe delete ACCOUNT
 //   keychain-probe hammer ACCOUNT PREFIX N  N saves of PREFIX-0 … PREFIX-(N-1), in order
+//   keychain-probe steps ACCOUNT            reads steps from stdin, one per line, in one process:
+//                                          get | save VALUE | delete | touch PATH | await PATH
+//                                          (await waits for PATH to exist); prints "ok", the value,
+//                                          "nil" or "error: KIND" per step and goes on after errors
 //   keychain-probe mixed ACCOUNT-PREFIX ACCOUNTS N SEED
 //                                          N seeded random save/get/delete on ACCOUNT-PREFIX-0…(ACCOUNTS-1),
 //                                          then one final save of each account; values are
 //                                          "SEED-i-ACCOUNT" so a reader can tell whose they are
 // Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
-// (SecuredKeyEncryptor).
+// (SecuredKeyEncryptor), --allow-plain (accept an unencrypted transport session).
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind).
 import Foundation
 import PingStorage
@@ -32,6 +36,7 @@ struct Probe {
             case "--timeout-ms": configuration.timeout = .milliseconds(Int(take(&arguments)) ?? 25_000)
             case "--no-prompt": configuration.allowsPrompts = false
             case "--encrypt": encrypt = true
+            case "--allow-plain": configuration.allowsPlainTransport = true
             default: usage()
             }
         }
@@ -47,6 +52,8 @@ struct Probe {
                 try await storage.save(item: arguments[2])
             case ("delete", 2):
                 try await storage.delete()
+            case ("steps", 2):
+                await steps(storage)
             case ("mixed", 5):
                 try await mixed(prefix: arguments[1], accounts: Int(arguments[2]) ?? 1, count: Int(arguments[3]) ?? 0,
                                 seed: UInt64(arguments[4]) ?? 1, configuration: configuration, encryptor: encryptor)
@@ -67,6 +74,34 @@ struct Probe {
             FileHandle.standardError.write(Data("error: other: \(error)\n".utf8))
             exit(3)
         }
+    }
+
+    /// Runs steps from stdin in this one process (so a test can change the provider between them).
+    static func steps(_ storage: KeychainStorage<String>) async {
+        while let line = readLine() {
+            let words = line.split(separator: " ", maxSplits: 1).map(String.init)
+            do {
+                switch words.first {
+                case "get": emit(try await storage.get() ?? "nil")
+                case "save": try await storage.save(item: words.count > 1 ? words[1] : ""); emit("ok")
+                case "delete": try await storage.delete(); emit("ok")
+                case "touch": _ = FileManager.default.createFile(atPath: words[1], contents: nil); emit("ok")
+                case "await":
+                    while !FileManager.default.fileExists(atPath: words[1]) { try await Task.sleep(for: .milliseconds(20)) }
+                    emit("ok")
+                default: emit("error: usage")
+                }
+            } catch let error as KeychainError {
+                emit("error: \(error.kind)")
+            } catch {
+                emit("error: other")
+            }
+        }
+    }
+
+    /// Writes a line to stdout at once (unbuffered), so a test can act between steps.
+    static func emit(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
     /// Deterministic random operations (SplitMix64) so a failing run can be replayed.

@@ -100,7 +100,7 @@ final class BackgroundProcess: @unchecked Sendable {
     // @unchecked Sendable: immutable after init; stop() only signals the process.
     private let pid: pid_t
 
-    init(_ argv: [String], stdoutPath: String) throws {
+    init(_ argv: [String], stdoutPath: String, environment: [String: String]? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -118,15 +118,23 @@ final class BackgroundProcess: @unchecked Sendable {
         var pid: pid_t = 0
         let pointers = argv.map { strdup($0) } + [nil]
         defer { pointers.forEach { free($0) } }
-        let status = pointers.withUnsafeBufferPointer {
-            posix_spawnp(&pid, argv[0], &actions, &attributes, $0.baseAddress!, environ)
+        let envStrings = environment.map { $0.map { "\($0.key)=\($0.value)" } }
+        let envPointers = envStrings.map { $0.map { strdup($0) } + [nil] }
+        defer { envPointers?.forEach { free($0) } }
+        let status = pointers.withUnsafeBufferPointer { argvBuffer in
+            if let envPointers {
+                return envPointers.withUnsafeBufferPointer {
+                    posix_spawnp(&pid, argv[0], &actions, &attributes, argvBuffer.baseAddress!, $0.baseAddress!)
+                }
+            }
+            return posix_spawnp(&pid, argv[0], &actions, &attributes, argvBuffer.baseAddress!, environ)
         }
         guard status == 0 else { throw HarnessError("cannot start \(argv[0]): errno \(status)") }
         self.pid = pid
     }
 
-    func stop() {
-        kill(pid, SIGTERM)
+    func stop(signal: Int32 = SIGTERM) {
+        kill(pid, signal)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
     }

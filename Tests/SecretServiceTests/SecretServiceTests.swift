@@ -26,6 +26,14 @@ struct ErrorMappingTests {
         #expect(code(remote("org.freedesktop.Secret.Error.NoSession")) == .disconnected)
     }
 
+    @Test func aForgottenSessionIsRecognisedWithoutItsDBusName() {
+        // libsecret strips "org.freedesktop.Secret.Error.NoSession" from what it passes on.
+        #expect(code(GLibError(domain: .io, code: 36, message: "The session does not exist", remoteName: nil)) == .disconnected)
+        #expect(code(GLibError(domain: .io, code: 36, message: "The session wrapping the secret does not exist",
+                               remoteName: nil)) == .disconnected)
+        #expect(code(GLibError(domain: .io, code: 36, message: "The item does not exist", remoteName: nil)) == .providerError)
+    }
+
     @Test func remoteNamesMapToTheirCodes() {
         #expect(code(remote("org.freedesktop.Secret.Error.IsLocked")) == .locked)
         #expect(code(remote("org.freedesktop.Secret.Error.NoSuchObject")) == .itemNotFound)

@@ -400,7 +400,7 @@ class Fake:
     def set_locked(self, collections, locked):
         for path in collections:
             if (path in self.locked) != locked:
-                self.locked.symmetric_difference_update({path})
+                (self.locked.add if locked else self.locked.discard)(path)
                 self.objects[path].properties_changed(COLLECTION_IFACE, 'Locked')
                 for item in self.store.items_in(path):
                     self.objects[item].properties_changed(ITEM_IFACE, 'Locked')
