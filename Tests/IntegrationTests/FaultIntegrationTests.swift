@@ -199,3 +199,46 @@ extension Integration {
         }
     }
 }
+
+extension Integration.Faults {
+    /// The trap of Debian's normal session bus: after the daemon died, the next call makes the bus
+    /// start a new gnome-keyring by itself — with the login keyring locked. That must surface as
+    /// "locked", never as "not found", and touch no data.
+    @Test func busAutoActivatingALockedDaemonIsLockedNotMissing() async throws {
+        try Harness.requireHarness()
+        let account = uniqueAccount()
+        try await KeychainStorage<String>(account: account).save(item: "survives activation")
+        let directory = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]!
+        let serviceFile = directory + "/services/org.freedesktop.secrets.service"
+        try """
+            [D-BUS Service]
+            Name=org.freedesktop.secrets
+            Exec=/usr/bin/gnome-keyring-daemon --start --foreground --components=secrets
+
+            """.write(toFile: serviceFile, atomically: true, encoding: .utf8)
+        try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                          "--method", "org.freedesktop.DBus.ReloadConfig"])
+        try Harness.ctl("kill")
+        defer {
+            try? FileManager.default.removeItem(atPath: serviceFile)
+            _ = try? run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path",
+                                   "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.ReloadConfig"])
+            _ = try? run("pkill", ["-KILL", "-f", "gnome-keyring-daemon --start --foreground"])
+            try? Harness.ctl("start")
+        }
+        let neverPrompt = KeychainStorage<String>(account: account, configuration: KeychainConfiguration(
+            timeout: .seconds(10), allowsPrompts: false))
+        #expect(await keychainError { _ = try await neverPrompt.get() }?.kind == "locked")
+        #expect(await keychainError { try await neverPrompt.save(item: "overwrite") }?.kind == "locked")
+        let provider = try await SecretServiceClient().provider()
+        #expect(provider.executable?.hasPrefix("gnome-keyring") == true, "an activated daemon answered")
+
+        _ = try run("pkill", ["-KILL", "-f", "gnome-keyring-daemon --start --foreground"])
+        try FileManager.default.removeItem(atPath: serviceFile)
+        try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                          "--method", "org.freedesktop.DBus.ReloadConfig"])
+        try Harness.ctl("start")
+        #expect(try await KeychainStorage<String>(account: account).get() == "survives activation", "no data touched")
+        try await KeychainStorage<String>(account: account).delete()
+    }
+}
