@@ -91,23 +91,31 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
 
     func save(item: T) async throws {
         try items.validate()
-        let json = try JSONEncoder().encode(item)
-        let stored: Data
+        var json = try JSONEncoder().encode(item)
+        defer { wipe(&json) }
+        var stored: Data
         if let contextual = encryptor as? any ContextualEncryptor {
             stored = try await contextual.encrypt(data: json, context: context)
         } else {
             stored = try await encryptor.encrypt(data: json)
         }
+        defer { wipe(&stored) }
         try await items.write(SecretValue(bytes: stored))
     }
 
     func get() async throws -> T? {
-        guard let stored = try await items.read() else { return nil }
-        let json: Data
+        guard var stored = try await items.read() else { return nil }
+        var json: Data
         if let contextual = encryptor as? any ContextualEncryptor {
             json = try await contextual.decrypt(data: stored.bytes, context: context)
         } else {
             json = try await encryptor.decrypt(data: stored.bytes)
+        }
+        // The plaintext and the stored bytes are wiped once decoded; when they share a buffer
+        // (NoEncryptor), wiping `json` first copies it and wiping `stored` then clears the original.
+        defer {
+            wipe(&json)
+            wipe(&stored.bytes)
         }
         do {
             return try JSONDecoder().decode(T.self, from: json)
@@ -121,6 +129,12 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
 
     func delete() async throws {
         try await items.delete()
+    }
+
+    /// Zeroes a buffer we own before it is released (best effort: copies that other code made,
+    /// e.g. inside JSONDecoder, are out of reach).
+    private func wipe(_ data: inout Data) {
+        data.resetBytes(in: 0..<data.count)
     }
 
     /// A description of a decoding failure that names where it failed but never quotes the data
