@@ -1,4 +1,4 @@
-import Synchronization
+import SecretService
 
 /// Serializes operations on the same item within the process, so that a save (search, write,
 /// remove duplicates) never interleaves with another save or delete of the same account.
@@ -10,7 +10,7 @@ final class AccountLocks: Sendable {
         var queue: [CheckedContinuation<Void, Never>] = []
     }
     /// Keys currently held; the value holds the tasks waiting for that key.
-    private let held = Mutex<[String: Waiters]>([:])
+    private let held = Locked<[String: Waiters]>([:])
 
     func withLock<Value: Sendable>(_ key: String, _ body: () async throws -> Value) async throws -> Value {
         await acquire(key)

@@ -1,7 +1,6 @@
 import Foundation
 import PingStorageCrypto
 import SecretService
-import Synchronization
 
 /// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own in the
 /// Secret Service.
@@ -26,7 +25,7 @@ actor KeyVault {
         self.collection = collection
     }
 
-    private static let vaults = Mutex<[KeychainConfiguration: KeyVault]>([:])
+    private static let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
 
     /// The vault of a configuration, shared by every encryptor using it (keys load once).
     static func shared(for configuration: KeychainConfiguration) -> KeyVault {
@@ -112,7 +111,7 @@ actor KeyVault {
 
     private func load(_ path: String) async throws -> SymmetricKey {
         var bytes = try await mapped { try await backend.secret(of: path) }.bytes
-        defer { bytes.resetBytes(in: 0..<bytes.count) }
+        defer { bytes.resetBytes(in: bytes.startIndex..<bytes.endIndex) }
         do {
             return try SymmetricKey(data: bytes)
         } catch {

@@ -91,7 +91,11 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
 
     func save(item: T) async throws {
         try items.validate()
-        var json = try JSONEncoder().encode(item)
+        // Sorted keys: the same item must encode to the same bytes, or a save of an unchanged value
+        // could not be recognised and skipped (Foundation on Linux varies the key order).
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var json = try encoder.encode(item)
         defer { wipe(&json) }
         var stored: Data
         if let contextual = encryptor as? any ContextualEncryptor {
@@ -134,7 +138,7 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
     /// Zeroes a buffer we own before it is released (best effort: copies that other code made,
     /// e.g. inside JSONDecoder, are out of reach).
     private func wipe(_ data: inout Data) {
-        data.resetBytes(in: 0..<data.count)
+        data.resetBytes(in: data.startIndex..<data.endIndex)
     }
 
     /// A description of a decoding failure that names where it failed but never quotes the data

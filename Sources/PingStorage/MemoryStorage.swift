@@ -1,5 +1,5 @@
+import SecretService
 import Foundation
-import Synchronization
 
 /// Storage in process memory. The item is a plain value, not encrypted, and is gone when the
 /// process ends.
@@ -20,7 +20,7 @@ public class MemoryStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchecke
 
 /// The delegate behind ``MemoryStorage``.
 final class InMemoryStore<T: Codable & Sendable>: Storage {
-    private let item = Mutex<T?>(nil)
+    private let item = Locked<T?>(nil)
     func save(item: T) async throws { self.item.withLock { $0 = item } }
     func get() async throws -> T? { item.withLock { $0 } }
     func delete() async throws { item.withLock { $0 = nil } }

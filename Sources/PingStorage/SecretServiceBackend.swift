@@ -1,6 +1,5 @@
 import Foundation
 import SecretService
-import Synchronization
 
 /// The Secret Service operations ``KeychainStorage`` needs. ``SecretServiceClient`` is the real
 /// one; unit tests supply an in-memory one.
@@ -59,7 +58,7 @@ final class KnownItemCache: Sendable {
         /// Whether the item already carries our attributes and label (else a write must add them).
         var isComplete: Bool
     }
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     subscript(key: String) -> Entry? {
         get { entries.withLock { $0[key] } }

@@ -1,5 +1,5 @@
+import SecretService
 import Foundation
-import Synchronization
 
 /// A ``Storage`` that forwards to another storage and can keep the item in memory
 /// (see ``CacheStrategy``). The base class of ``MemoryStorage`` and ``KeychainStorage``, and of
@@ -15,7 +15,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     private let delegate: any Storage<T>
     /// How this storage caches.
     public let cacheStrategy: CacheStrategy
-    private let cache = Mutex<T?>(nil)
+    private let cache = Locked<T?>(nil)
 
     /// Creates a storage that forwards to `delegate`, caching according to `cacheStrategy`.
     public init(delegate: any Storage<T>, cacheStrategy: CacheStrategy = .NO_CACHE) {

@@ -27,8 +27,8 @@ final class ServiceConnection: Sendable {
     let owner: String?
     /// Keeps ``ItemChanges`` current while this connection lives.
     let subscription: SignalSubscription
-    private let aliases = Mutex<[String: String]>([:])
-    private let itemProxies = Mutex<[String: LibSecret.Item]>([:])
+    private let aliases = Locked<[String: String]>([:])
+    private let itemProxies = Locked<[String: LibSecret.Item]>([:])
 
     init(service: LibSecret.Service, transportAlgorithm: String, owner: String?, subscription: SignalSubscription) {
         self.service = service
@@ -68,38 +68,38 @@ final class ServiceConnection: Sendable {
 final class ConnectionManager: Sendable {
     static let shared = ConnectionManager()
 
-    private enum State {
-        case idle
-        case connecting(Task<ServiceConnection, any Error>)
-        case connected(ServiceConnection)
+    /// Either a connection, or the task opening one, or neither. Kept as two optionals rather
+    /// than an enum with payloads: Swift stores an enum's case in the spare bits of the object
+    /// pointer, which hides the pointer from valgrind's leak checker (it then reports the
+    /// connection as lost).
+    private struct State {
+        var connected: ServiceConnection?
+        var connecting: Task<ServiceConnection, any Error>?
     }
-    private let state = Mutex<State>(.idle)
+    private let state = Locked(State())
 
     /// The current connection, opening one if needed.
     func connection(deadline: Deadline) async throws -> ServiceConnection {
-        let current: (ServiceConnection?, Task<ServiceConnection, any Error>?) = state.withLock { state in
-            switch state {
-            case .connected(let connection):
-                return (connection, nil)
-            case .connecting(let task):
-                return (nil, task)
-            case .idle:
-                let task = Task { try await Self.open(deadline: deadline) }
-                state = .connecting(task)
-                return (nil, task)
-            }
+        let (connection, task) = state.withLock { state -> (ServiceConnection?, Task<ServiceConnection, any Error>?) in
+            if let connected = state.connected { return (connected, nil) }
+            if let connecting = state.connecting { return (nil, connecting) }
+            let task = Task { try await Self.open(deadline: deadline) }
+            state.connecting = task
+            return (nil, task)
         }
-        if let connection = current.0 { return connection }
-        let task = current.1!
+        if let connection { return connection }
         do {
-            let connection = try await task.value
+            let opened = try await task!.value
             state.withLock { state in
-                if case .connecting = state { state = .connected(connection) }
+                if state.connecting == task {
+                    state.connecting = nil
+                    state.connected = opened
+                }
             }
-            return connection
+            return opened
         } catch {
             state.withLock { state in
-                if case .connecting(let current) = state, current == task { state = .idle }
+                if state.connecting == task { state.connecting = nil }
             }
             throw error
         }
@@ -108,14 +108,14 @@ final class ConnectionManager: Sendable {
     /// Forgets `connection` (if it is still the current one) so the next call opens a new one.
     func invalidate(_ connection: ServiceConnection) {
         state.withLock { state in
-            if case .connected(let current) = state, current === connection { state = .idle }
+            if state.connected === connection { state.connected = nil }
         }
         ItemChanges.advance()
     }
 
     /// Drops whatever connection there is.
     func reset() {
-        state.withLock { $0 = .idle }
+        state.withLock { $0 = State() }
         ItemChanges.advance()
     }
 

@@ -32,14 +32,41 @@ final class GLibLoop: Sendable {
         thread.start()
     }
 
+    /// Work waiting for the loop, and whether a wake-up is already scheduled. Handing work over
+    /// through this lock (rather than through GLib's own locking alone) batches wake-ups and lets
+    /// ThreadSanitizer see that what one thread prepared is visible to the loop thread.
+    private let queue = Locked<(work: [@Sendable () -> Void], wakeUpScheduled: Bool)>(([], false))
+
     /// Runs `body` on the loop thread: inline when already there, otherwise as soon as the loop
-    /// is idle. Thread-safe.
+    /// is idle, in the order submitted. Thread-safe.
     func perform(_ body: @escaping @Sendable () -> Void) {
-        let work = Unmanaged.passRetained(LoopWork(body)).toOpaque()
+        if g_main_context_is_owner(context.value) != 0 {
+            body()
+            return
+        }
+        let wake = queue.withLock { queue -> Bool in
+            queue.work.append(body)
+            if queue.wakeUpScheduled { return false }
+            queue.wakeUpScheduled = true
+            return true
+        }
+        guard wake else { return }
+        let this = Unmanaged.passUnretained(self).toOpaque()
         g_main_context_invoke_full(context.value, G_PRIORITY_DEFAULT, { data in
-            Unmanaged<LoopWork>.fromOpaque(data!).takeRetainedValue().body()
+            Unmanaged<GLibLoop>.fromOpaque(data!).takeUnretainedValue().drain()
             return 0  // G_SOURCE_REMOVE
-        }, work, nil)
+        }, this, nil)
+    }
+
+    /// Runs everything queued (on the loop thread).
+    private func drain() {
+        let work = queue.withLock { queue -> [@Sendable () -> Void] in
+            let work = queue.work
+            queue.work = []
+            queue.wakeUpScheduled = false
+            return work
+        }
+        for body in work { body() }
     }
 }
 

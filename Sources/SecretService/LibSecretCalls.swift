@@ -345,19 +345,24 @@ enum LibSecret {
         return (found[0], found[1])
     }
 
-    /// One GetSecret round trip for a known item. The corresponding C function is
-    /// `secret_service_get_secret_for_dbus_path`.
-    static func getSecret(_ service: Service, path: String, deadline: Deadline) async throws -> RawSecret? {
-        let secret = try await PendingCall<RawSecret?>.run(operation: "read secret", deadline: deadline) { call in
-            secret_service_get_secret_for_dbus_path(service.pointer, path, call.cancellable.pointer, trampoline,
-                                                    callbackData { result in
+    /// Loads an item's secret through its proxy (one GetSecret round trip) and returns a copy; nil
+    /// when the provider returned none (a locked item). Used instead of
+    /// `secret_service_get_secret_for_dbus_path`, which in libsecret 0.20.5 leaks every reply
+    /// (~3 KB per call with a 2 KiB secret). The corresponding C functions are
+    /// `secret_item_load_secret` and `secret_item_get_secret`.
+    static func loadSecret(_ item: Item, deadline: Deadline) async throws -> RawSecret? {
+        try await PendingCall<RawSecret?>.run(operation: "read secret", deadline: deadline) { call in
+            secret_item_load_secret(item.pointer, call.cancellable.pointer, trampoline, callbackData { result in
                 var error: UnsafeMutablePointer<GError>?
-                let value = secret_service_get_secret_for_dbus_path_finish(service.pointer, result, &error)
-                // NULL without an error: the item exists but is locked or has no secret.
-                complete(call, error == nil ? .some(value.map(takeSecretValue)) : nil, error)
+                let ok = secret_item_load_secret_finish(item.pointer, result, &error)
+                guard ok != 0, error == nil else {
+                    complete(call, nil as RawSecret??, error)
+                    return
+                }
+                let value = secret_item_get_secret(item.pointer)
+                call.finish(.success(value.map(takeSecretValue)))
             })
         }
-        return secret
     }
 
     /// A proxy for one item, with its properties loaded (one GetAll round trip). The corresponding

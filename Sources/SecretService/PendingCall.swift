@@ -1,5 +1,4 @@
 internal import CLibSecret
-import Synchronization
 
 /// One libsecret call in flight: bridges its GLib callback to a Swift continuation that is resumed
 /// exactly once — by the callback, by the deadline, or by Task cancellation, whichever comes first.
@@ -14,8 +13,8 @@ final class PendingCall<Value: Sendable>: Sendable {
         case finished
     }
 
-    private let state = Mutex<State>(.notStarted)
-    private let timeout = Mutex<TimeoutHandle?>(nil)
+    private let state = Locked<State>(.notStarted)
+    private let timeout = Locked<TimeoutHandle?>(nil)
     /// Cancelled when the call ends early. GCancellable is documented as thread-safe.
     let cancellable: GObjectOwner<GCancellable>
 

@@ -272,18 +272,24 @@ public struct SecretServiceClient: Sendable {
     /// - Throws: `.itemNotFound`, `.locked`, `.promptDismissed`, connection errors.
     public func secret(of path: String) async throws -> SecretValue {
         try await perform("read secret") { connection, deadline in
-            if let raw = try await LibSecret.getSecret(connection.service, path: path, deadline: deadline) {
-                return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
+            let item = try await connection.itemProxy(path, deadline: deadline)
+            do {
+                if let raw = try await LibSecret.loadSecret(item, deadline: deadline) {
+                    return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
+                }
+            } catch {
+                let mapped = SecretServiceError.from(error, operation: "read secret", phase: .call)
+                switch (mapped as? SecretServiceError)?.code {
+                case .locked?: break  // unlocked below
+                case .itemNotFound?:
+                    connection.forgetItem(path)
+                    throw mapped
+                default: throw mapped
+                }
             }
-            // No value and no error: the item is locked, or was deleted since it was found.
-            let properties = try await LibSecret.properties(
-                connection.service, path: path, interface: "org.freedesktop.Secret.Item", deadline: deadline)
-            guard properties.locked == true else {
-                throw SecretServiceError(.itemNotFound, operation: "read secret",
-                                         message: "the item \(path) returned no secret; it was deleted meanwhile.")
-            }
+            // Locked (an error, or no value): unlock through the prompt if allowed, then read again.
             try await unlock([path], connection, deadline, what: "the item \(path)")
-            guard let raw = try await LibSecret.getSecret(connection.service, path: path, deadline: deadline) else {
+            guard let raw = try await LibSecret.loadSecret(item, deadline: deadline) else {
                 throw SecretServiceError(.locked, operation: "read secret",
                                          message: "the item \(path) is still locked after unlocking it; unlock the keyring and try again.")
             }

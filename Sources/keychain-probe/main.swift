@@ -21,7 +21,19 @@ import PingStorage
 
 @main
 struct Probe {
-    static func main() async {
+    /// A synchronous main that waits for the async work: dispatch_main's sigsuspend on the main
+    /// thread crashes valgrind 3.19, and .ci/run runs this probe under valgrind's memcheck.
+    static func main() {
+        let done = DispatchSemaphore(value: 0)
+        // Detached: main() is on the main actor, which this thread is about to block.
+        Task.detached {
+            await run()
+            done.signal()
+        }
+        done.wait()
+    }
+
+    static func run() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
         var configuration = KeychainConfiguration()
         var encrypt = false

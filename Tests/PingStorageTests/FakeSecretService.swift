@@ -25,7 +25,7 @@ final class FakeSecretService: SecretServiceBackend {
         var reads = 0
         var searches = 0
     }
-    let state = Mutex(State())
+    let state = Locked(State())
     let collectionPath = "/org/freedesktop/secrets/collection/login"
     let knownItems = KnownItemCache()
 

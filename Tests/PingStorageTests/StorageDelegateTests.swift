@@ -1,3 +1,4 @@
+import SecretService
 import Foundation
 import Synchronization
 import Testing
@@ -17,7 +18,7 @@ final class ScriptedStorage<T: Codable & Sendable>: Storage {
         var failSave = false, failGet = false, failDelete = false
         var calls: [String] = []
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     func save(item: T) async throws {
         try state.withLock { state in
