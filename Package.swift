@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "PingStorage", targets: ["PingStorage"]),
         .library(name: "SecretService", targets: ["SecretService"]),
         .executable(name: "pingstorage-demo", targets: ["pingstorage-demo"]),
+        .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
     targets: [
         // Layer 1: libsecret and GLib as a Clang module, plus the few helpers Swift cannot express.
@@ -33,12 +34,16 @@ let package = Package(
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
+        // The command-line tool: a small library of testable pieces and a thin executable.
+        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService"]),
+        .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
+        .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "keychain-probe"]
+            dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,290 @@
+import Foundation
+import PingStorage
+import SecretService
+
+/// What the doctor asks of the keyring. The live one talks to the Secret Service; unit tests give
+/// a scripted one, so the order of checks, skips and exit statuses are tested without D-Bus.
+protocol DoctorEnvironment: Sendable {
+    /// The session bus address the client will use, as shown to the user; nil when there is none.
+    var busAddress: String? { get }
+    /// The collection the checks use, as shown to the user (`alias 'default'`).
+    var collectionDescription: String { get }
+    /// Who provides the Secret Service.
+    /// - Throws: ``ToolError`` (`noSessionBus`, `noSecretService`, `timedOut`, …).
+    func provider() async throws(ToolError) -> ProviderInfo
+    /// The configured collection's path, label and lock state.
+    /// - Throws: ``ToolError`` (`collectionNotFound`, …).
+    func collection() async throws(ToolError) -> SecretCollectionInfo
+    /// Writes, reads back and deletes an item under probe attributes, cleaning up whatever
+    /// happens; returns a description of what was done.
+    /// - Throws: ``ToolError`` describing the step that failed.
+    func probe() async throws(ToolError) -> String
+}
+
+/// One line of the doctor's report.
+struct DoctorCheck: Sendable, Equatable {
+    enum Status: String, Sendable { case pass, fail, skip }
+
+    /// Stable identifier: `sessionBus`, `provider`, `collection`, `unlocked`, `transport`, `probe`,
+    /// `encryptionKey`.
+    var id: String
+    var title: String
+    var status: Status
+    /// What was found (for a failure: what went wrong, with the library's message).
+    var detail: String
+    /// What to do; only for failures.
+    var fix: String?
+    /// The error kind behind a failure (``KeychainError/kind`` and the like).
+    var errorKind: String?
+    /// The exit status a failure maps to.
+    var exitStatus: ExitCode?
+
+    static func pass(_ id: String, _ title: String, _ detail: String) -> DoctorCheck {
+        DoctorCheck(id: id, title: title, status: .pass, detail: detail)
+    }
+
+    static func skip(_ id: String, _ title: String, _ detail: String) -> DoctorCheck {
+        DoctorCheck(id: id, title: title, status: .skip, detail: "skipped: \(detail)")
+    }
+
+    static func fail(_ id: String, _ title: String, _ error: ToolError, fix: String) -> DoctorCheck {
+        DoctorCheck(id: id, title: title, status: .fail, detail: error.message, fix: fix,
+                    errorKind: error.kind, exitStatus: error.status)
+    }
+
+    var json: JSONValue {
+        .object([
+            ("id", .string(id)),
+            ("title", .string(title)),
+            ("status", .string(status.rawValue)),
+            ("detail", .string(detail)),
+            ("fix", .string(fix)),
+            ("errorKind", .string(errorKind)),
+        ])
+    }
+}
+
+/// The doctor's findings.
+struct DoctorReport: Sendable, Equatable {
+    var checks: [DoctorCheck]
+    var busAddress: String?
+    var collection: String
+    var provider: ProviderInfo?
+
+    /// True when no check failed (skips are fine).
+    var ok: Bool { !checks.contains { $0.status == .fail } }
+
+    /// 0 when ok; else the status of the first failed check.
+    var exitStatus: ExitCode {
+        checks.first { $0.status == .fail }.map { $0.exitStatus ?? .other } ?? .ok
+    }
+
+    var json: JSONValue {
+        .object([
+            ("ok", .bool(ok)),
+            ("exitCode", .int(Int(exitStatus.rawValue))),
+            ("busAddress", .string(busAddress)),
+            ("collection", .string(collection)),
+            ("provider", provider?.json ?? .null),
+            ("checks", .array(checks.map(\.json))),
+        ])
+    }
+
+    var human: String {
+        let width = checks.map(\.title.count).max() ?? 0
+        var text = "ping-keyring doctor (collection: \(collection))\n"
+        for check in checks {
+            let mark = switch check.status {
+            case .pass: "ok  "
+            case .fail: "FAIL"
+            case .skip: "skip"
+            }
+            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            if let fix = check.fix {
+                text += String(repeating: " ", count: width + 8) + "fix: \(fix)\n"
+            }
+        }
+        let failures = checks.filter { $0.status == .fail }.count
+        text += failures == 0
+            ? "All checks passed.\n"
+            : "\(failures) check\(failures == 1 ? "" : "s") failed (exit status \(exitStatus.rawValue)).\n"
+        return text
+    }
+}
+
+/// `ping-keyring doctor`: the checks, in order, each with a fix when it fails.
+enum Doctor {
+    /// What to do when a check fails.
+    enum Fix {
+        static let bus = "run inside a desktop session, or export DBUS_SESSION_BUS_ADDRESS (usually "
+            + "unix:path=$XDG_RUNTIME_DIR/bus), or start one with `dbus-run-session -- COMMAND`."
+        static let provider = "start a Secret Service provider: GNOME Keyring (`gnome-keyring-daemon --start "
+            + "--components=secrets`), KeePassXC with Tools > Settings > Secret Service Integration on, or KWallet."
+        static let providerHung = "check that the provider is running and not stopped "
+            + "(`ps -C gnome-keyring-daemon -o pid,stat`), or raise --timeout."
+        static let defaultCollection = "set a default collection in your keyring manager (Seahorse: set a keyring "
+            + "as default; KeePassXC: expose a group under Secret Service Integration), or pass --collection with "
+            + "one of the collections listed."
+        static let collection = "pass --collection with one of the collections listed, or create the alias in "
+            + "your keyring manager."
+        static let unlocked = "unlock the keyring: log in to the desktop, or unlock it in Seahorse or KeePassXC. "
+            + "Apps that allow prompts ask for the password instead."
+        static let transport = "the provider only offers 'plain' sessions, so secrets would cross the bus "
+            + "unencrypted and PingStorage refuses them: use GNOME Keyring or KeePassXC, or for KWallet install "
+            + "libqca-qt5-2-plugins."
+        static let probeMismatch = "the provider returned other bytes than were written; check its logs or try "
+            + "another provider."
+        static let seeMessage = "see the message; apps fail the same way."
+    }
+
+    static func run(_ environment: any DoctorEnvironment) async -> DoctorReport {
+        var checks: [DoctorCheck] = []
+        var report = DoctorReport(checks: [], busAddress: environment.busAddress,
+                                  collection: environment.collectionDescription)
+        let address = environment.busAddress ?? "DBUS_SESSION_BUS_ADDRESS is not set"
+
+        // 1, 2: the bus and the provider (one call tells both apart).
+        let provider: ProviderInfo
+        do {
+            provider = try await environment.provider()
+            report.provider = provider
+            checks.append(.pass("sessionBus", "session bus", address))
+            checks.append(.pass("provider", "Secret Service", provider.description))
+        } catch {
+            let noBus = error.kind == "noSessionBus"
+            if noBus {
+                checks.append(.fail("sessionBus", "session bus", ToolError(
+                    kind: error.kind, message: "\(address): \(error.message)", status: error.status), fix: Fix.bus))
+                checks.append(.skip("provider", "Secret Service", "needs a session bus"))
+            } else {
+                checks.append(.pass("sessionBus", "session bus", address))
+                checks.append(.fail("provider", "Secret Service", error,
+                                    fix: error.kind == "timedOut" ? Fix.providerHung : Fix.provider))
+            }
+            for (id, title) in [("collection", "collection"), ("unlocked", "unlocked"), ("transport", "transport"),
+                                ("probe", "write/read/delete")] {
+                checks.append(.skip(id, title, noBus ? "needs a session bus" : "needs a Secret Service provider"))
+            }
+            checks.append(encryptionKeyCheck)
+            report.checks = checks
+            return report
+        }
+
+        // 3, 4: the collection exists and is unlocked.
+        do {
+            let collection = try await environment.collection()
+            let label = collection.label.isEmpty ? "" : " (\(collection.label))"
+            checks.append(.pass("collection", "collection", "\(environment.collectionDescription) is \(collection.path)\(label)"))
+            if collection.isLocked {
+                checks.append(.fail("unlocked", "unlocked", ToolError(
+                    kind: "locked", message: "\(collection.path) is locked"), fix: Fix.unlocked))
+            } else {
+                checks.append(.pass("unlocked", "unlocked", "\(collection.path) is unlocked"))
+            }
+        } catch {
+            checks.append(.fail("collection", "collection", error,
+                                fix: error.kind == "collectionNotFound"
+                                    ? (environment.collectionDescription == CollectionReference.default.description
+                                        ? Fix.defaultCollection : Fix.collection)
+                                    : error.kind == "timedOut" ? Fix.providerHung : Fix.seeMessage))
+            checks.append(.skip("unlocked", "unlocked", "needs the collection"))
+        }
+
+        // 5: the transport is encrypted.
+        if provider.transport == "plain" {
+            checks.append(.fail("transport", "transport", ToolError(
+                kind: "insecureTransport", message: "plain: secrets would cross the bus unencrypted"), fix: Fix.transport))
+        } else {
+            checks.append(.pass("transport", "transport", "encrypted (\(provider.transport))"))
+        }
+
+        // 6: a real write, read and delete, only when everything it needs passed.
+        if checks.contains(where: { $0.status == .fail }) {
+            checks.append(.skip("probe", "write/read/delete", "an earlier check failed"))
+        } else {
+            do {
+                checks.append(.pass("probe", "write/read/delete", try await environment.probe()))
+            } catch {
+                checks.append(.fail("probe", "write/read/delete", error,
+                                    fix: error.kind == "probeMismatch"
+                                        ? Fix.probeMismatch : Fix.seeMessage))
+            }
+        }
+
+        // 7: the encryption key.
+        checks.append(encryptionKeyCheck)
+        report.checks = checks
+        return report
+    }
+
+    static let encryptionKeyCheck = DoctorCheck.skip(
+        "encryptionKey", "encryption key", "SecuredKeyEncryptor not available in this build")
+}
+
+/// The doctor against the real Secret Service, with the command line's settings.
+struct LiveDoctorEnvironment: DoctorEnvironment {
+    let settings: KeyringSettings
+    let environment: [String: String]
+
+    var busAddress: String? {
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
+        // GDBus falls back to $XDG_RUNTIME_DIR/bus when the variable is not set.
+        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: "\(runtime)/bus") {
+            return "unix:path=\(runtime)/bus (DBUS_SESSION_BUS_ADDRESS is not set)"
+        }
+        return nil
+    }
+
+    var collectionDescription: String { settings.configuration().collection.description }
+
+    func provider() async throws(ToolError) -> ProviderInfo {
+        do {
+            let provider = try await SecretServiceClient(options: settings.clientOptions()).provider()
+            return ProviderInfo(executable: provider.executable, processID: provider.processID,
+                                uniqueName: provider.uniqueName, transport: provider.transportAlgorithm)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    func collection() async throws(ToolError) -> SecretCollectionInfo {
+        // Plain transport is reported by its own check; reading a collection sends no secret.
+        let client = SecretServiceClient(options: settings.clientOptions(allowsPlainTransport: true))
+        do {
+            return try await client.collectionInfo(settings.configuration().collection)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    func probe() async throws(ToolError) -> String {
+        let account = "probe-\(UUID().uuidString)"
+        let storage = KeychainStorage<String>(
+            account: account, configuration: settings.configuration(service: CommandTable.probeService))
+        let written = "ping-keyring doctor probe \(UUID().uuidString)"
+        do {
+            try await storage.save(item: written)
+            let read = try await storage.get()
+            guard read == written else {
+                throw ToolError(kind: "probeMismatch",
+                                message: read == nil ? "the item just written was not found"
+                                    : "the item just written reads back different bytes",
+                                status: .other)
+            }
+            try await storage.delete()
+            guard try await storage.get() == nil else {
+                throw ToolError(kind: "probeMismatch", message: "the item was still there after delete", status: .other)
+            }
+            return "wrote, read back and deleted an item (service \(CommandTable.probeService))"
+        } catch {
+            var failure = ToolError.from(error)
+            do {
+                try await storage.delete()
+            } catch {
+                failure.message += " The probe item may be left behind; remove it with "
+                    + "`secret-tool clear service \(CommandTable.probeService) account \(account)`."
+            }
+            throw failure
+        }
+    }
+}

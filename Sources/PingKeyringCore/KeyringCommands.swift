@@ -1,0 +1,193 @@
+import Foundation
+import PingStorage
+import SecretService
+
+/// Where and how the commands reach the keyring, from the global options.
+struct KeyringSettings: Sendable, Equatable {
+    var collection: CollectionReference?
+    var timeout: Duration?
+    var allowsPrompts: Bool
+
+    init(_ options: GlobalOptions) {
+        collection = options.collection
+        timeout = options.timeout
+        allowsPrompts = !options.noPrompt
+    }
+
+    /// The configuration an app with these settings would use (collection and timeout defaults
+    /// are the library's).
+    func configuration(service: String = KeychainConfiguration.defaultService) -> KeychainConfiguration {
+        var configuration = KeychainConfiguration(service: service, collection: collection, allowsPrompts: allowsPrompts)
+        if let timeout { configuration.timeout = timeout }
+        return configuration
+    }
+
+    /// Client options matching ``configuration(service:)``.
+    func clientOptions(allowsPlainTransport: Bool = false) -> SecretServiceClient.Options {
+        let configuration = configuration()
+        return .init(timeout: configuration.timeout, allowsPrompts: allowsPrompts,
+                     allowsPlainTransport: allowsPlainTransport)
+    }
+}
+
+/// The commands that touch the keyring. `get`, `save` and `delete` go through ``KeychainStorage``
+/// itself, so they find, write and delete exactly the item an app would; `list` searches with
+/// ``SecretServiceClient`` because the library has no "every account" call.
+enum KeyringCommands {
+    /// The `xdg:schema` attribute of items PingStorage writes.
+    static let schemaName = "com.pingidentity.PingStorage"
+
+    // MARK: list
+
+    static func list(service: String?, settings: KeyringSettings) async throws(ToolError) -> ListReport {
+        let collection = settings.configuration().collection
+        let client = SecretServiceClient(options: settings.clientOptions())
+        do {
+            let info = try await client.collectionInfo(collection)
+            // Some providers hide a locked collection's items from searches: unlock first (through
+            // a prompt only when allowed), as KeychainStorage does.
+            if info.isLocked { try await client.unlock([info.path]) }
+            let queries = service.map { [["service": $0]] }
+                ?? [["xdg:schema": schemaName], ["service": KeychainConfiguration.defaultService]]
+            var paths: [String] = []
+            for query in queries {
+                let found = try await client.searchItems(matching: query, in: collection)
+                if !found.locked.isEmpty { try await client.unlock(found.locked) }
+                paths += found.all.filter { !paths.contains($0) }
+            }
+            var items: [ListedItem] = []
+            for path in paths {
+                if let item = try await listedItem(path, client) { items.append(item) }
+            }
+            items.sort { ($0.service, $0.account, $0.path) < ($1.service, $1.account, $1.path) }
+            return ListReport(collectionPath: info.path, service: service, items: items)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    /// The item's metadata and the size of its secret; nil when it has no `account` attribute
+    /// (KeychainStorage cannot reach it) or vanished meanwhile.
+    private static func listedItem(_ path: String, _ client: SecretServiceClient) async throws -> ListedItem? {
+        do {
+            let info = try await client.itemInfo(path)
+            guard let account = info.attributes["account"], let service = info.attributes["service"] else {
+                return nil
+            }
+            let secret = try await client.secret(of: path)
+            return ListedItem(
+                account: account, service: service, label: info.label, path: path,
+                collectionPath: info.collectionPath, created: info.created, modified: info.modified,
+                size: secret.bytes.count, contentType: secret.contentType,
+                encryption: Encryption.classify(secret.bytes), schema: info.attributes["xdg:schema"])
+        } catch let error as SecretServiceError where error.code == .itemNotFound {
+            return nil
+        }
+    }
+
+    // MARK: get
+
+    static func get(account: String, service: String, raw: Bool, settings: KeyringSettings)
+        async throws(ToolError) -> GetReport {
+        let configuration = settings.configuration(service: service)
+        let storage = KeychainStorage<String>(account: account, configuration: configuration)
+        let client = SecretServiceClient(options: settings.clientOptions())
+        do {
+            // The item get() would read (the newest of any duplicates); once more if another
+            // client deletes it between the lookup and the read.
+            for attempt in 1...2 {
+                guard let info = try await storage.itemInfo() else { break }
+                let secret: SecretValue
+                do {
+                    secret = try await client.secret(of: info.path)
+                } catch let error as SecretServiceError where error.code == .itemNotFound && attempt == 1 {
+                    continue
+                }
+                if !raw, !Encryption.isJSONText(secret.bytes) {
+                    throw ToolError(
+                        kind: "corruptItem",
+                        message: "the item for account '\(account)' (service '\(service)') holds "
+                            + "\(secret.bytes.count) bytes that are not JSON text: written through an Encryptor "
+                            + "this tool does not have, or corrupt. It was left unchanged; "
+                            + "'ping-keyring get --raw' prints the bytes as stored.")
+                }
+                return GetReport(account: account, service: service, path: info.path,
+                                 collectionPath: info.collectionPath, contentType: secret.contentType,
+                                 value: secret.bytes, raw: raw)
+            }
+            throw ToolError(
+                kind: "notFound",
+                message: "no item for account '\(account)' (service '\(service)') in \(configuration.collection).")
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    // MARK: save
+
+    /// Stores `input` (JSON text) for the account through KeychainStorage's own write path.
+    static func save(account: String, service: String, encrypt: Bool, settings: KeyringSettings,
+                     input: () -> Data) async throws(ToolError) -> SaveReport {
+        guard !encrypt else {
+            throw ToolError(
+                kind: "notAvailable",
+                message: "--encrypt needs SecuredKeyEncryptor, which is not available in this build; nothing "
+                    + "was saved. Save without --encrypt, or use a build that includes it.")
+        }
+        let value = trimmingWhitespace(input())
+        guard !value.isEmpty else {
+            throw ToolError(
+                kind: "invalidInput",
+                message: "no value on stdin; pipe the item's JSON text in, e.g. "
+                    + "echo '\"value\"' | ping-keyring save --account \(account). Nothing was saved.")
+        }
+        guard Encryption.isJSONText(value) else {
+            throw ToolError(
+                kind: "invalidInput",
+                message: "stdin is not JSON text. ping-keyring stores what KeychainStorage would: the item's JSON "
+                    + "(a String item is \"…\" with the quotes). Nothing was saved.")
+        }
+        let storage = KeychainStorage<String>(
+            account: account, encryptor: VerbatimValue(bytes: value), configuration: settings.configuration(service: service))
+        do {
+            // The item passed is a placeholder: VerbatimValue replaces its JSON with `value`.
+            try await storage.save(item: "")
+            let info = try await storage.itemInfo()
+            return SaveReport(account: account, service: service, path: info?.path,
+                              collectionPath: info?.collectionPath, size: value.count)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    /// `data` without leading and trailing JSON whitespace (space, tab, CR, LF).
+    static func trimmingWhitespace(_ data: Data) -> Data {
+        let whitespace: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+        guard let first = data.firstIndex(where: { !whitespace.contains($0) }),
+              let last = data.lastIndex(where: { !whitespace.contains($0) }) else { return Data() }
+        return Data(data[first...last])
+    }
+
+    // MARK: delete
+
+    static func delete(account: String, service: String, settings: KeyringSettings) async throws(ToolError) -> DeleteReport {
+        let storage = KeychainStorage<String>(account: account, configuration: settings.configuration(service: service))
+        do {
+            let existed = try await storage.itemInfo() != nil
+            try await storage.delete()
+            return DeleteReport(account: account, service: service, deleted: existed)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+}
+
+/// The "encryptor" through which `save` stores bytes verbatim: KeychainStorage's write path
+/// (one item, replaced in place, duplicates removed, attributes and label) with the value read
+/// from stdin in place of an encoded Swift value. It ignores what it is given; `decrypt` is never
+/// used by `save` and returns its input.
+struct VerbatimValue: Encryptor {
+    let bytes: Data
+    func encrypt(data: Data) async throws -> Data { bytes }
+    func decrypt(data: Data) async throws -> Data { data }
+}

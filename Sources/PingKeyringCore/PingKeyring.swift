@@ -1,0 +1,79 @@
+import Foundation
+
+/// The `ping-keyring` command-line tool, as a function from arguments to output: parsing,
+/// running the command against the keyring, formatting (human or `--json`) and the exit status.
+/// The executable only writes the result out, so everything here can be tested.
+public enum PingKeyring {
+    /// What the process writes and how it exits.
+    public struct Outcome: Sendable, Equatable {
+        /// Bytes for stdout (bytes, because `get --raw` prints the value exactly as stored).
+        public var standardOutput: Data
+        /// Text for stderr: error messages, never secrets.
+        public var standardError: String
+        /// The exit status (0 ok, 1 not found, 2 usage, 3 keyring unavailable, 4 corrupt, 5 other).
+        public var status: Int32
+    }
+
+    /// Runs the command line `arguments` (without the program name).
+    /// - Parameters:
+    ///   - environment: the process environment (the doctor shows the bus address from it).
+    ///   - readInput: reads stdin to its end; called only by `save`, after the command line checked out.
+    /// - Returns: the output and exit status; never throws: every failure is an error message and
+    ///   a non-zero status.
+    public static func run(arguments: [String], environment: [String: String],
+                           readInput: () -> Data) async -> Outcome {
+        let invocation: Invocation
+        do {
+            invocation = try ArgumentParser.parse(arguments)
+        } catch {
+            return failure(error, json: arguments.contains("--json"))
+        }
+        switch invocation {
+        case .help(let name):
+            let text = name.flatMap(CommandTable.command(named:)).map(CommandTable.help(for:)) ?? CommandTable.overview
+            return Outcome(standardOutput: Data(text.utf8), standardError: "", status: 0)
+        case .run(let command, let options):
+            return await execute(command, options, environment: environment, readInput: readInput)
+        }
+    }
+
+    private static func execute(_ command: Command, _ options: GlobalOptions, environment: [String: String],
+                                readInput: () -> Data) async -> Outcome {
+        let settings = KeyringSettings(options)
+        do {
+            switch command {
+            case .list(let service):
+                let report = try await KeyringCommands.list(service: service, settings: settings)
+                return success(options.json ? Data(report.json.document.utf8) : Data(report.human.utf8))
+            case .get(let account, let service, let raw):
+                let report = try await KeyringCommands.get(account: account, service: service, raw: raw, settings: settings)
+                return success(options.json ? Data(report.json.document.utf8) : report.human)
+            case .save(let account, let service, let encrypt):
+                let report = try await KeyringCommands.save(account: account, service: service, encrypt: encrypt,
+                                                           settings: settings, input: readInput)
+                return success(Data((options.json ? report.json.document : report.human).utf8))
+            case .delete(let account, let service):
+                let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
+                return success(Data((options.json ? report.json.document : report.human).utf8))
+            case .doctor:
+                let report = await Doctor.run(LiveDoctorEnvironment(settings: settings, environment: environment))
+                return Outcome(standardOutput: Data((options.json ? report.json.document : report.human).utf8),
+                               standardError: "", status: report.exitStatus.rawValue)
+            }
+        } catch {
+            return failure(error, json: options.json)
+        }
+    }
+
+    private static func success(_ output: Data) -> Outcome {
+        Outcome(standardOutput: output, standardError: "", status: ExitCode.ok.rawValue)
+    }
+
+    /// stderr always gets `ping-keyring: error: KIND: message`; with `--json`, stdout also gets
+    /// `{"error": {…}}` so a script reading stdout always gets one JSON document.
+    static func failure(_ error: ToolError, json: Bool) -> Outcome {
+        Outcome(standardOutput: json ? Data(error.json.document.utf8) : Data(),
+                standardError: "\(CommandTable.program): error: \(error.kind): \(error.message)\n",
+                status: error.status.rawValue)
+    }
+}

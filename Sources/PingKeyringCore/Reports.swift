@@ -1,0 +1,216 @@
+import Foundation
+import PingStorage
+import SecretService
+
+/// Whether a stored value looks encrypted. For now a heuristic: JSON text is not encrypted,
+/// anything else is "binary/unknown" (an Encryptor's output, or corrupt). The encryption
+/// envelope check will add a definite "yes".
+enum Encryption: String, Sendable, Equatable {
+    /// The value is UTF-8 JSON text: stored as KeychainStorage writes it without an encryptor.
+    case no
+    /// Not JSON text: encrypted by some Encryptor, or corrupt.
+    case unknown
+
+    /// Classifies stored bytes without printing or keeping them.
+    static func classify(_ bytes: Data) -> Encryption {
+        isJSONText(bytes) ? .no : .unknown
+    }
+
+    /// UTF-8 text without NUL that parses as one JSON value (fragments such as `"text"` included).
+    static func isJSONText(_ bytes: Data) -> Bool {
+        guard !bytes.isEmpty, !bytes.contains(0), String(data: bytes, encoding: .utf8) != nil else { return false }
+        return (try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed])) != nil
+    }
+
+    /// What human output shows.
+    var humanText: String { self == .no ? "no (JSON text)" : "binary/unknown" }
+}
+
+/// The provider behind `org.freedesktop.secrets`, as the doctor shows it.
+struct ProviderInfo: Sendable, Equatable {
+    /// `gnome-keyring-d` (the kernel keeps 15 characters), `keepassxc`, `kwalletd6`, …; nil when
+    /// the process is not visible.
+    var executable: String?
+    var processID: UInt32
+    var uniqueName: String?
+    /// `plain` or `dh-ietf1024-sha256-aes128-cbc-pkcs7`.
+    var transport: String
+
+    /// The product name for an executable name: GNOME Keyring, KeePassXC, KWallet, else the name itself.
+    static func productName(executable: String?) -> String {
+        switch executable {
+        case "gnome-keyring-d", "gnome-keyring-daemon": "GNOME Keyring"
+        case "keepassxc": "KeePassXC"
+        case "kwalletd5", "kwalletd6", "ksecretd": "KWallet"
+        case let name?: name
+        case nil: "unknown (its process is not visible from here)"
+        }
+    }
+
+    var name: String { Self.productName(executable: executable) }
+
+    var description: String {
+        var details = [executable ?? "executable unknown", "pid \(processID)"]
+        if let uniqueName { details.append(uniqueName) }
+        return "\(name) (\(details.joined(separator: ", ")))"
+    }
+
+    var json: JSONValue {
+        .object([
+            ("name", .string(name)),
+            ("executable", .string(executable)),
+            ("pid", .int(Int(processID))),
+            ("uniqueName", .string(uniqueName)),
+            ("transport", .string(transport)),
+        ])
+    }
+}
+
+// MARK: - list
+
+/// One item `list` found. Never holds the secret, only its size.
+struct ListedItem: Sendable, Equatable {
+    var account: String
+    var service: String
+    var label: String
+    var path: String
+    var collectionPath: String
+    var created: Date
+    var modified: Date
+    var size: Int
+    var contentType: String
+    var encryption: Encryption
+    /// The `xdg:schema` attribute; PingStorage writes `com.pingidentity.PingStorage`.
+    var schema: String?
+
+    var json: JSONValue {
+        .object([
+            ("account", .string(account)),
+            ("service", .string(service)),
+            ("label", .string(label)),
+            ("item", .string(path)),
+            ("collection", .string(collectionPath)),
+            ("created", .date(created)),
+            ("modified", .date(modified)),
+            ("size", .int(size)),
+            ("contentType", .string(contentType)),
+            ("encrypted", .string(encryption.rawValue)),
+            ("schema", .string(schema)),
+        ])
+    }
+
+    var human: String {
+        let writer = schema == KeyringCommands.schemaName
+            ? "PingStorage" : "another tool (xdg:schema \(schema ?? "not set"))"
+        return """
+            \(account)
+              service:    \(service)
+              label:      \(label)
+              item:       \(path)
+              created:    \(Timestamp.iso8601(created))
+              modified:   \(Timestamp.iso8601(modified))
+              size:       \(size) bytes (\(contentType))
+              encrypted:  \(encryption.humanText)
+              written by: \(writer)
+            """ + "\n\n"
+    }
+}
+
+/// What `list` prints.
+struct ListReport: Sendable, Equatable {
+    var collectionPath: String
+    /// The `--service` filter; nil: PingStorage's items of any service and the default service's items.
+    var service: String?
+    var items: [ListedItem]
+
+    var json: JSONValue {
+        .object([
+            ("collection", .string(collectionPath)),
+            ("service", .string(service)),
+            ("items", .array(items.map(\.json))),
+        ])
+    }
+
+    var human: String {
+        let scope = service.map { "with service \($0)" }
+            ?? "of PingStorage (any service) or with service \(KeychainConfiguration.defaultService)"
+        let count = items.count == 1 ? "1 item" : "\(items.count) items"
+        guard !items.isEmpty else { return "No items \(scope) in \(collectionPath).\n" }
+        return "\(count) \(scope) in \(collectionPath):\n\n" + items.map(\.human).joined().dropLast()
+    }
+}
+
+// MARK: - get, save, delete
+
+/// What `get` prints: the stored value, and where it came from.
+struct GetReport: Sendable, Equatable {
+    var account: String
+    var service: String
+    var path: String
+    var collectionPath: String
+    var contentType: String
+    var value: Data
+    /// `--raw`: the bytes as stored, unchecked.
+    var raw: Bool
+
+    /// Human output: the JSON text and a newline, or with `--raw` the bytes exactly as stored.
+    var human: Data { raw ? value : value + Data("\n".utf8) }
+
+    /// `value` is the text; bytes that are not UTF-8 (only possible with `--raw`) are base64 and
+    /// `encoding` says so.
+    var json: JSONValue {
+        let text = value.contains(0) ? nil : String(data: value, encoding: .utf8)
+        return .object([
+            ("account", .string(account)),
+            ("service", .string(service)),
+            ("item", .string(path)),
+            ("collection", .string(collectionPath)),
+            ("contentType", .string(contentType)),
+            ("size", .int(value.count)),
+            ("encrypted", .string(Encryption.classify(value).rawValue)),
+            ("encoding", .string(text == nil ? "base64" : "utf8")),
+            ("value", .string(text ?? value.base64EncodedString())),
+        ])
+    }
+}
+
+/// What `save` prints (never the value).
+struct SaveReport: Sendable, Equatable {
+    var account: String
+    var service: String
+    var path: String?
+    var collectionPath: String?
+    var size: Int
+
+    var json: JSONValue {
+        .object([
+            ("account", .string(account)),
+            ("service", .string(service)),
+            ("item", .string(path)),
+            ("collection", .string(collectionPath)),
+            ("size", .int(size)),
+        ])
+    }
+
+    var human: String {
+        "Saved \(size) bytes for account '\(account)' (service \(service))" + (path.map { " in \($0)" } ?? "") + ".\n"
+    }
+}
+
+/// What `delete` prints.
+struct DeleteReport: Sendable, Equatable {
+    var account: String
+    var service: String
+    /// Whether there was an item to delete.
+    var deleted: Bool
+
+    var json: JSONValue {
+        .object([("account", .string(account)), ("service", .string(service)), ("deleted", .bool(deleted))])
+    }
+
+    var human: String {
+        deleted
+            ? "Deleted the item of account '\(account)' (service \(service)).\n"
+            : "No item for account '\(account)' (service \(service)): nothing to delete.\n"
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import PingStorage
+import SecretService
+
+/// The exit statuses of `ping-keyring`, documented in its help and README section.
+enum ExitCode: Int32, Sendable, CaseIterable {
+    /// Success (for `doctor`: every check passed or was skipped).
+    case ok = 0
+    /// `get`: the account has no item.
+    case notFound = 1
+    /// Bad command line or bad input (unknown option, missing `--account`, stdin not JSON, empty
+    /// account).
+    case usage = 2
+    /// The keyring cannot be used: no session bus, no provider, no such collection, locked, prompt
+    /// dismissed, timed out, unencrypted transport refused.
+    case keyringUnavailable = 3
+    /// The stored value is corrupt or cannot be decrypted.
+    case corrupt = 4
+    /// Anything else: a provider error, a feature not available in this build, a failed probe.
+    case other = 5
+
+    /// The status for a ``KeychainError/kind`` (and the kinds this tool adds).
+    static func forKind(_ kind: String) -> ExitCode {
+        switch kind {
+        case "notFound": .notFound
+        case "usage", "invalidInput", "invalidArgument": .usage
+        case "noSessionBus", "noSecretService", "collectionNotFound", "locked", "promptDismissed", "timedOut",
+             "insecureTransport":
+            .keyringUnavailable
+        case "corruptItem", "failedToDecrypt": .corrupt
+        default: .other
+        }
+    }
+}
+
+/// Why a command failed: a stable one-word ``kind`` (``KeychainError/kind`` for the library's
+/// errors), a message for a person with what to do, and the exit status.
+struct ToolError: Error, Equatable, Sendable {
+    /// `notFound`, `usage`, `invalidInput`, `notAvailable`, `probeMismatch`, `failedToDecrypt`,
+    /// `failedToEncrypt`, `cancelled`, `other`, or a ``KeychainError/kind``.
+    var kind: String
+    /// What happened and what to do. Never contains secret bytes.
+    var message: String
+    /// The process exit status.
+    var status: ExitCode
+
+    init(kind: String, message: String, status: ExitCode? = nil) {
+        self.kind = kind
+        self.message = message
+        self.status = status ?? ExitCode.forKind(kind)
+    }
+
+    /// A command-line error; `command` names the command whose `--help` to point at.
+    static func usage(_ message: String, command: String? = nil) -> ToolError {
+        let help = command.map { "ping-keyring \($0) --help" } ?? "ping-keyring --help"
+        return ToolError(kind: "usage", message: "\(message) (see '\(help)')")
+    }
+
+    /// The one mapping from the errors commands meet to kinds, messages and exit statuses.
+    static func from(_ error: any Error) -> ToolError {
+        switch error {
+        case let error as ToolError:
+            return error
+        case let error as KeychainError:
+            return ToolError(kind: error.kind, message: error.errorMessage)
+        case let error as SecretServiceError:
+            return from(keychainError(from: error))
+        case let error as EncryptorError:
+            let kind = error == .failedToDecrypt ? "failedToDecrypt" : "failedToEncrypt"
+            return ToolError(kind: kind, message: error.errorMessage)
+        case is CancellationError:
+            return ToolError(kind: "cancelled", message: "the operation was cancelled.")
+        default:
+            return ToolError(kind: "other", message: "\(error)")
+        }
+    }
+
+    /// The library's mapping of client errors to ``KeychainError`` (`KeychainError.from`, which is
+    /// internal to PingStorage), for the commands that talk to the Secret Service directly
+    /// (`list`, `doctor`): the same kinds and the same messages with their hints.
+    static func keychainError(from error: SecretServiceError) -> KeychainError {
+        let message = error.description
+        switch error.code {
+        case .noSessionBus: return .noSessionBus(message)
+        case .noSecretService, .disconnected: return .noSecretService(message)
+        case .collectionNotFound: return .collectionNotFound(message)
+        case .locked: return .locked(message)
+        case .promptDismissed: return .promptDismissed(message)
+        case .timedOut: return .timedOut(message)
+        case .ambiguous: return .ambiguous(message)
+        case .invalidArgument: return .invalidArgument(message)
+        case .insecureTransport: return .insecureTransport(message)
+        default: return .providerError(dbusErrorName: error.dbusErrorName, message: message)
+        }
+    }
+
+    /// `{"error": {"kind", "message", "exitCode"}}`.
+    var json: JSONValue {
+        .object([("error", .object([
+            ("kind", .string(kind)),
+            ("message", .string(message)),
+            ("exitCode", .int(Int(status.rawValue))),
+        ]))])
+    }
+}

@@ -1,0 +1,213 @@
+import PingStorage
+import SecretService
+import Testing
+@testable import PingKeyringCore
+
+private func parse(_ arguments: String) throws(ToolError) -> Invocation {
+    try ArgumentParser.parse(arguments.split(separator: " ").map(String.init))
+}
+
+/// The usage error `arguments` produce (failing the test when they parse).
+private func usageError(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) -> ToolError? {
+    do {
+        let invocation = try ArgumentParser.parse(arguments)
+        Issue.record("expected a usage error, got \(invocation)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        #expect(error.kind == "usage", sourceLocation: sourceLocation)
+        #expect(error.status == .usage, "usage errors exit 2", sourceLocation: sourceLocation)
+        return error
+    }
+}
+
+private func usageError(_ arguments: String, sourceLocation: SourceLocation = #_sourceLocation) -> ToolError? {
+    usageError(arguments.split(separator: " ").map(String.init), sourceLocation: sourceLocation)
+}
+
+private let defaultService = KeychainConfiguration.defaultService
+
+@Suite("Argument parser: every command and option")
+struct ArgumentParserTests {
+    // MARK: Commands
+
+    @Test func list() throws {
+        #expect(try parse("list") == .run(.list(service: nil), GlobalOptions()))
+        #expect(try parse("list --service S") == .run(.list(service: "S"), GlobalOptions()))
+    }
+
+    @Test func get() throws {
+        #expect(try parse("get --account A") == .run(.get(account: "A", service: defaultService, raw: false), GlobalOptions()))
+        #expect(try parse("get --account A --service S --raw")
+                == .run(.get(account: "A", service: "S", raw: true), GlobalOptions()))
+    }
+
+    @Test func save() throws {
+        #expect(try parse("save --account A") == .run(.save(account: "A", service: defaultService, encrypt: false), GlobalOptions()))
+        #expect(try parse("save --service S --encrypt --account A")
+                == .run(.save(account: "A", service: "S", encrypt: true), GlobalOptions()))
+    }
+
+    @Test func delete() throws {
+        #expect(try parse("delete --account A") == .run(.delete(account: "A", service: defaultService), GlobalOptions()))
+        #expect(try parse("delete --account A --service S") == .run(.delete(account: "A", service: "S"), GlobalOptions()))
+    }
+
+    @Test func doctor() throws {
+        #expect(try parse("doctor") == .run(.doctor, GlobalOptions()))
+    }
+
+    @Test func everyCommandInTheTableParses() throws {
+        for spec in CommandTable.commands {
+            let required = spec.options.filter(\.isRequired).flatMap { ["--\($0.name)", "x"] }
+            guard case .run = try ArgumentParser.parse([spec.name] + required) else {
+                Issue.record("\(spec.name) did not parse to a command")
+                continue
+            }
+        }
+    }
+
+    // MARK: Global options
+
+    @Test func globalOptionsBeforeAndAfterTheCommand() throws {
+        var expected = GlobalOptions()
+        expected.json = true
+        expected.noPrompt = true
+        expected.collection = .session
+        expected.timeout = .milliseconds(2500)
+        #expect(try parse("--json --no-prompt --collection session --timeout 2.5 doctor") == .run(.doctor, expected))
+        #expect(try parse("doctor --json --no-prompt --collection session --timeout 2.5") == .run(.doctor, expected))
+        #expect(try parse("--json get --account A --timeout 2.5 --no-prompt --collection session")
+                == .run(.get(account: "A", service: defaultService, raw: false), expected))
+    }
+
+    @Test func collectionValues() throws {
+        func collection(_ value: String) throws -> CollectionReference? {
+            guard case .run(_, let options) = try ArgumentParser.parse(["list", "--collection", value]) else { return nil }
+            return options.collection
+        }
+        #expect(try collection("default") == .default)
+        #expect(try collection("session") == .session)
+        #expect(try collection("work") == .alias("work"))
+        #expect(try collection("/org/freedesktop/secrets/collection/login") == .path("/org/freedesktop/secrets/collection/login"))
+        guard case .run(_, let options) = try parse("list") else { return }
+        #expect(options.collection == nil, "no --collection: the library's default ($PINGSTORAGE_COLLECTION, else 'default')")
+    }
+
+    @Test func timeoutValues() throws {
+        func timeout(_ value: String) throws -> Duration? {
+            guard case .run(_, let options) = try ArgumentParser.parse(["doctor", "--timeout", value]) else { return nil }
+            return options.timeout
+        }
+        #expect(try timeout("10") == .seconds(10))
+        #expect(try timeout("0.25") == .milliseconds(250))
+        #expect(try timeout("0.0001") == .milliseconds(1), "never a zero deadline")
+        for bad in ["0", "-1", "abc", "nan", "inf", "1e9"] {
+            let error = usageError(["doctor", "--timeout", bad])
+            #expect(error?.message.contains("--timeout") == true, "\(bad)")
+        }
+    }
+
+    @Test func inlineValues() throws {
+        #expect(try ArgumentParser.parse(["get", "--account=A=B", "--service=S", "--collection=/org/x"])
+                == .run(.get(account: "A=B", service: "S", raw: false),
+                        GlobalOptions(collection: .path("/org/x"))))
+        #expect(try ArgumentParser.parse(["get", "--account", "--weird"])
+                == .run(.get(account: "--weird", service: defaultService, raw: false), GlobalOptions()),
+                "a value option takes the next word, whatever it looks like")
+        #expect(try ArgumentParser.parse(["get", "--account", "two words"])
+                == .run(.get(account: "two words", service: defaultService, raw: false), GlobalOptions()))
+    }
+
+    // MARK: Help
+
+    @Test func helpForEveryCommand() throws {
+        #expect(try parse("--help") == .help(command: nil))
+        #expect(try parse("-h") == .help(command: nil))
+        #expect(try parse("help") == .help(command: nil))
+        for spec in CommandTable.commands {
+            #expect(try parse("\(spec.name) --help") == .help(command: spec.name))
+            #expect(try parse("--help \(spec.name)") == .help(command: spec.name))
+            #expect(try parse("help \(spec.name)") == .help(command: spec.name))
+            #expect(try parse("\(spec.name) -h --bogus") == .help(command: spec.name), "help wins over errors")
+        }
+    }
+
+    @Test func helpTextListsEveryOptionOfTheTable() {
+        for spec in CommandTable.commands {
+            let help = CommandTable.help(for: spec)
+            #expect(help.hasPrefix("Usage: ping-keyring \(spec.name)"))
+            for option in spec.options + CommandTable.globalOptions {
+                #expect(help.contains(option.synopsis), "\(spec.name) --help shows \(option.synopsis)")
+            }
+            #expect(help.contains("Exit status:"))
+            #expect(CommandTable.overview.contains("  \(spec.name) "), "the overview lists \(spec.name)")
+            for line in help.split(separator: "\n") {
+                #expect(line.count <= 100, "help lines are wrapped: \(line)")
+            }
+        }
+        #expect(CommandTable.usageLine(for: CommandTable.command(named: "get")!)
+                == "ping-keyring get --account ACCOUNT [--service SERVICE] [--raw] [GLOBAL OPTIONS]")
+    }
+
+    // MARK: Usage errors (exit 2)
+
+    @Test func noCommand() {
+        #expect(usageError([])?.message.contains("no command") == true)
+        #expect(usageError("--json")?.message.contains("no command") == true)
+    }
+
+    @Test func unknownCommand() {
+        let error = usageError("frobnicate")
+        #expect(error?.message.contains("unknown command 'frobnicate'") == true)
+        #expect(error?.message.contains("list, get, save, delete, doctor") == true)
+    }
+
+    @Test func unknownOption() {
+        #expect(usageError("get --acount A")?.message.contains("unknown option '--acount' for 'get'") == true)
+        #expect(usageError("list -x")?.message.contains("unknown option '-x'") == true)
+        #expect(usageError("--bogus list")?.message.contains("unknown option '--bogus'") == true)
+    }
+
+    @Test func optionOfAnotherCommand() {
+        #expect(usageError("list --account A")?.message.contains("unknown option '--account' for 'list'") == true)
+        #expect(usageError("doctor --service S")?.message.contains("unknown option '--service' for 'doctor'") == true)
+        #expect(usageError("get --account A --encrypt")?.message.contains("'--encrypt' for 'get'") == true)
+        #expect(usageError("save --account A --raw")?.message.contains("'--raw' for 'save'") == true)
+        #expect(usageError("--raw list")?.message.contains("'--raw' for 'list'") == true, "before the command name too")
+    }
+
+    @Test func missingRequiredAccount() {
+        for command in ["get", "save", "delete"] {
+            let error = usageError("\(command) --service S")
+            #expect(error?.message.contains("'\(command)' needs --account ACCOUNT") == true)
+            #expect(error?.message.contains("ping-keyring \(command) --help") == true, "points at the command's help")
+        }
+    }
+
+    @Test func missingValue() {
+        #expect(usageError("get --account")?.message.contains("--account needs a value") == true)
+        #expect(usageError("list --collection")?.message.contains("--collection needs a value") == true)
+        #expect(usageError("doctor --timeout")?.message.contains("--timeout needs a value") == true)
+    }
+
+    @Test func emptyValue() {
+        #expect(usageError(["get", "--account", ""])?.message.contains("non-empty") == true)
+        #expect(usageError(["get", "--account=A", "--service="])?.message.contains("non-empty") == true)
+    }
+
+    @Test func flagWithAValue() {
+        #expect(usageError("get --account A --raw=yes")?.message.contains("--raw takes no value") == true)
+        #expect(usageError("doctor --json=1")?.message.contains("--json takes no value") == true)
+    }
+
+    @Test func optionGivenTwice() {
+        #expect(usageError("get --account A --account B")?.message.contains("--account is given more than once") == true)
+        #expect(usageError("--json doctor --json")?.message.contains("--json is given more than once") == true)
+    }
+
+    @Test func strayArgument() {
+        #expect(usageError("get --account A extra")?.message.contains("unexpected argument 'extra'") == true)
+        #expect(usageError("list doctor")?.message.contains("unexpected argument 'doctor'") == true)
+        #expect(usageError("get A")?.message.contains("unexpected argument 'A'") == true)
+    }
+}

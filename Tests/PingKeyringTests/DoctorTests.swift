@@ -1,0 +1,175 @@
+import Foundation
+import SecretService
+import Testing
+@testable import PingKeyringCore
+
+/// A scripted keyring for the doctor.
+struct FakeDoctorEnvironment: DoctorEnvironment {
+    var busAddress: String? = "unix:path=/run/user/1000/bus"
+    var collectionDescription = "alias 'default'"
+    var providerResult: Result<ProviderInfo, ToolError> = .success(ProviderInfo(
+        executable: "gnome-keyring-d", processID: 42, uniqueName: ":1.3", transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7"))
+    var collectionResult: Result<SecretCollectionInfo, ToolError> = .success(SecretCollectionInfo(
+        path: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: false))
+    var probeResult: Result<String, ToolError> = .success("wrote, read back and deleted an item")
+
+    func provider() async throws(ToolError) -> ProviderInfo { try providerResult.get() }
+    func collection() async throws(ToolError) -> SecretCollectionInfo { try collectionResult.get() }
+    func probe() async throws(ToolError) -> String { try probeResult.get() }
+}
+
+private func statuses(_ report: DoctorReport) -> [String] {
+    report.checks.map { "\($0.id):\($0.status.rawValue)" }
+}
+
+@Suite("Doctor: order of checks, skips, fixes, exit status")
+struct DoctorTests {
+    @Test func healthy() async throws {
+        let report = await Doctor.run(FakeDoctorEnvironment())
+        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:pass",
+                                     "transport:pass", "probe:pass", "encryptionKey:skip"])
+        #expect(report.ok)
+        #expect(report.exitStatus == .ok, "a skipped check is not a failure")
+        #expect(report.checks[0].detail == "unix:path=/run/user/1000/bus", "the bus address is shown")
+        #expect(report.checks[1].detail == "GNOME Keyring (gnome-keyring-d, pid 42, :1.3)")
+        #expect(report.checks[6].detail == "skipped: SecuredKeyEncryptor not available in this build")
+        #expect(report.human.hasSuffix("All checks passed.\n"))
+        #expect(!report.human.contains("fix:"))
+    }
+
+    @Test func noSessionBus() async {
+        var environment = FakeDoctorEnvironment()
+        environment.busAddress = nil
+        environment.providerResult = .failure(ToolError(kind: "noSessionBus", message: "no D-Bus session bus."))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report) == ["sessionBus:fail", "provider:skip", "collection:skip", "unlocked:skip",
+                                     "transport:skip", "probe:skip", "encryptionKey:skip"])
+        #expect(report.exitStatus == .keyringUnavailable)
+        #expect(report.checks[0].detail == "DBUS_SESSION_BUS_ADDRESS is not set: no D-Bus session bus.")
+        #expect(report.checks[0].fix?.contains("DBUS_SESSION_BUS_ADDRESS") == true)
+        #expect(report.checks[0].errorKind == "noSessionBus")
+        #expect(report.human.contains("FAIL  session bus"))
+        #expect(report.human.hasSuffix("1 check failed (exit status 3).\n"))
+    }
+
+    @Test func noProvider() async {
+        var environment = FakeDoctorEnvironment()
+        environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "no Secret Service."))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report) == ["sessionBus:pass", "provider:fail", "collection:skip", "unlocked:skip",
+                                     "transport:skip", "probe:skip", "encryptionKey:skip"])
+        #expect(report.checks[1].fix?.contains("gnome-keyring-daemon") == true)
+        #expect(report.exitStatus == .keyringUnavailable)
+    }
+
+    @Test func hungProvider() async {
+        var environment = FakeDoctorEnvironment()
+        environment.providerResult = .failure(ToolError(kind: "timedOut", message: "no answer."))
+        let report = await Doctor.run(environment)
+        #expect(report.checks[1].status == .fail)
+        #expect(report.checks[1].fix?.contains("--timeout") == true)
+    }
+
+    @Test func missingDefaultCollection() async {
+        var environment = FakeDoctorEnvironment()
+        environment.collectionResult = .failure(ToolError(kind: "collectionNotFound", message: "Collections: /x (X)."))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:fail", "unlocked:skip",
+                                     "transport:pass", "probe:skip", "encryptionKey:skip"])
+        #expect(report.checks[2].detail == "Collections: /x (X).", "the library's message lists the collections")
+        #expect(report.checks[2].fix?.contains("set a default collection") == true)
+        #expect(report.exitStatus == .keyringUnavailable)
+
+        environment.collectionDescription = "alias 'work'"
+        #expect(await Doctor.run(environment).checks[2].fix?.contains("create the alias") == true)
+    }
+
+    @Test func lockedCollection() async {
+        var environment = FakeDoctorEnvironment()
+        environment.collectionResult = .success(SecretCollectionInfo(
+            path: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: true))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:fail",
+                                     "transport:pass", "probe:skip", "encryptionKey:skip"])
+        #expect(report.checks[3].errorKind == "locked")
+        #expect(report.checks[3].fix?.contains("unlock") == true)
+        #expect(report.exitStatus == .keyringUnavailable)
+    }
+
+    @Test func plainTransport() async {
+        var environment = FakeDoctorEnvironment()
+        environment.providerResult = .success(ProviderInfo(executable: "kwalletd6", processID: 7, uniqueName: nil,
+                                                           transport: "plain"))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:pass",
+                                     "transport:fail", "probe:skip", "encryptionKey:skip"])
+        #expect(report.checks[1].detail == "KWallet (kwalletd6, pid 7)")
+        #expect(report.checks[4].errorKind == "insecureTransport")
+        #expect(report.exitStatus == .keyringUnavailable)
+    }
+
+    @Test func probeFailures() async {
+        var environment = FakeDoctorEnvironment()
+        environment.probeResult = .failure(ToolError(kind: "providerError", message: "write failed."))
+        var report = await Doctor.run(environment)
+        #expect(statuses(report).last(where: { $0.hasPrefix("probe") }) == "probe:fail")
+        #expect(report.exitStatus == .other)
+
+        environment.probeResult = .failure(ToolError(kind: "probeMismatch", message: "different bytes", status: .other))
+        report = await Doctor.run(environment)
+        #expect(report.checks[5].fix?.contains("other bytes") == true)
+    }
+
+    @Test func exitStatusIsTheFirstFailures() async {
+        var environment = FakeDoctorEnvironment()
+        environment.collectionResult = .failure(ToolError(kind: "collectionNotFound", message: "none"))
+        environment.providerResult = .success(ProviderInfo(executable: nil, processID: 1, uniqueName: nil, transport: "plain"))
+        let report = await Doctor.run(environment)
+        #expect(report.checks.filter { $0.status == .fail }.count == 2)
+        #expect(report.exitStatus == .keyringUnavailable)
+        #expect(report.human.hasSuffix("2 checks failed (exit status 3).\n"))
+    }
+
+    @Test func jsonFieldNames() async throws {
+        var environment = FakeDoctorEnvironment()
+        environment.collectionResult = .success(SecretCollectionInfo(path: "/c", label: "", isLocked: true))
+        let document = await Doctor.run(environment).json.document
+        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "collection", "provider", "checks"])
+        let json = try parseJSON(document)
+        #expect(json["ok"] as? Bool == false)
+        #expect(json["exitCode"] as? Int == 3)
+        #expect(json["busAddress"] as? String == "unix:path=/run/user/1000/bus")
+        #expect(json["collection"] as? String == "alias 'default'")
+        let provider = try #require(json["provider"] as? [String: Any])
+        #expect(Set(provider.keys) == ["name", "executable", "pid", "uniqueName", "transport"])
+        #expect(provider["name"] as? String == "GNOME Keyring")
+        #expect(provider["pid"] as? Int == 42)
+        let checks = try #require(json["checks"] as? [[String: Any]])
+        #expect(checks.map { $0["id"] as? String } == ["sessionBus", "provider", "collection", "unlocked", "transport",
+                                                      "probe", "encryptionKey"])
+        for check in checks {
+            #expect(Set(check.keys) == ["id", "title", "status", "detail", "fix", "errorKind"])
+        }
+        #expect(checks[3]["status"] as? String == "fail")
+        #expect(checks[3]["fix"] is String)
+        #expect(checks[3]["errorKind"] as? String == "locked")
+        #expect(checks[0]["fix"] is NSNull)
+        #expect(checks[6]["status"] as? String == "skip")
+
+        environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "none"))
+        let failed = try parseJSON(await Doctor.run(environment).json.document)
+        #expect(failed["provider"] is NSNull)
+    }
+
+    @Test func liveEnvironmentShowsTheBusAddress() {
+        let settings = KeyringSettings(GlobalOptions())
+        #expect(LiveDoctorEnvironment(settings: settings, environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/x"])
+            .busAddress == "unix:path=/x")
+        #expect(LiveDoctorEnvironment(settings: settings, environment: ["XDG_RUNTIME_DIR": "/nonexistent-dir"])
+            .busAddress == nil)
+        var options = GlobalOptions()
+        options.collection = .alias("work")
+        #expect(LiveDoctorEnvironment(settings: KeyringSettings(options), environment: [:]).collectionDescription
+                == "alias 'work'")
+    }
+}

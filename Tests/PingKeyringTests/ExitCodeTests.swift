@@ -1,0 +1,78 @@
+import Foundation
+import PingStorage
+import SecretService
+import Testing
+@testable import PingKeyringCore
+
+@Suite("Exit statuses")
+struct ExitCodeTests {
+    @Test func documentedValues() {
+        #expect(ExitCode.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5])
+        for status in ExitCode.allCases {
+            #expect(CommandTable.exitStatusHelp.contains("  \(status.rawValue)  "), "--help documents \(status.rawValue)")
+        }
+    }
+
+    @Test func everyKeychainErrorMapsToItsStatus() {
+        let cases: [(KeychainError, String, ExitCode)] = [
+            (.noSessionBus("m"), "noSessionBus", .keyringUnavailable),
+            (.noSecretService("m"), "noSecretService", .keyringUnavailable),
+            (.collectionNotFound("m"), "collectionNotFound", .keyringUnavailable),
+            (.locked("m"), "locked", .keyringUnavailable),
+            (.promptDismissed("m"), "promptDismissed", .keyringUnavailable),
+            (.timedOut("m"), "timedOut", .keyringUnavailable),
+            (.insecureTransport("m"), "insecureTransport", .keyringUnavailable),
+            (.corruptItem("m"), "corruptItem", .corrupt),
+            (.invalidArgument("m"), "invalidArgument", .usage),
+            (.ambiguous("m"), "ambiguous", .other),
+            (.providerError(dbusErrorName: "org.x.Failed", message: "m"), "providerError", .other),
+            (.unableToSave, "unableToSave", .other),
+            (.unableToRetrieve, "unableToRetrieve", .other),
+            (.unableToDelete, "unableToDelete", .other),
+        ]
+        for (error, kind, status) in cases {
+            let mapped = ToolError.from(error)
+            #expect(mapped.kind == kind)
+            #expect(mapped.status == status, "\(kind)")
+            #expect(mapped.message == error.errorMessage, "the library's message and hint, unchanged")
+        }
+    }
+
+    @Test func clientErrorsMapLikeTheLibrary() {
+        let cases: [(SecretServiceError.Code, String, ExitCode)] = [
+            (.noSessionBus, "noSessionBus", .keyringUnavailable),
+            (.noSecretService, "noSecretService", .keyringUnavailable),
+            (.disconnected, "noSecretService", .keyringUnavailable),
+            (.collectionNotFound, "collectionNotFound", .keyringUnavailable),
+            (.locked, "locked", .keyringUnavailable),
+            (.promptDismissed, "promptDismissed", .keyringUnavailable),
+            (.timedOut, "timedOut", .keyringUnavailable),
+            (.insecureTransport, "insecureTransport", .keyringUnavailable),
+            (.invalidArgument, "invalidArgument", .usage),
+            (.ambiguous, "ambiguous", .other),
+            (.itemNotFound, "providerError", .other),
+            (.providerError, "providerError", .other),
+        ]
+        for (code, kind, status) in cases {
+            let error = SecretServiceError(code, operation: "read secret", message: "what to do.", dbusErrorName: "org.x.E")
+            let mapped = ToolError.from(error)
+            #expect(mapped.kind == kind, "\(code)")
+            #expect(mapped.status == status, "\(code)")
+            #expect(mapped.message.hasPrefix("read secret: what to do."), "the client's message with its hint")
+        }
+    }
+
+    @Test func otherErrors() {
+        #expect(ToolError.from(EncryptorError.failedToDecrypt).kind == "failedToDecrypt")
+        #expect(ToolError.from(EncryptorError.failedToDecrypt).status == .corrupt)
+        #expect(ToolError.from(EncryptorError.failedToEncrypt).status == .other)
+        #expect(ToolError.from(CancellationError()).kind == "cancelled")
+        #expect(ToolError.from(CocoaError(.fileNoSuchFile)).status == .other)
+        #expect(ToolError.usage("bad").status == .usage)
+        #expect(ToolError(kind: "notFound", message: "m").status == .notFound)
+        #expect(ToolError(kind: "invalidInput", message: "m").status == .usage)
+        #expect(ToolError(kind: "notAvailable", message: "m").status == .other)
+        let already = ToolError(kind: "probeMismatch", message: "m", status: .other)
+        #expect(ToolError.from(already) == already)
+    }
+}
