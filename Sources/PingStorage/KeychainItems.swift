@@ -89,9 +89,14 @@ struct KeychainItems: Sendable {
                         try await backend.setSecret(value, of: target.path)
                     }
                     if !isComplete(target) {
-                        try await backend.updateItem(
-                            target.path, label: target.label == label ? nil : label,
-                            attributes: wanted == target.attributes ? nil : wanted)
+                        do {
+                            try await backend.updateItem(
+                                target.path, label: target.label == label ? nil : label,
+                                attributes: wanted == target.attributes ? nil : wanted)
+                        } catch let error as SecretServiceError where error.code == .providerError {
+                            // Best effort: some providers refuse attribute changes (KeePassXC
+                            // answers InvalidArgs). The item is still found by service+account.
+                        }
                         target.label = label
                         target.attributes = wanted
                     }
@@ -109,6 +114,13 @@ struct KeychainItems: Sendable {
         try validate()
         try await mapped {
             try await AccountLocks.shared.withLock(lockKey) {
+                // The remembered item was the account's only one, and nothing was created since:
+                // delete it without searching (deleting an item that is already gone succeeds).
+                if let known = knownItem() {
+                    forgetItem()
+                    try await backend.deleteItem(known.path)
+                    return
+                }
                 forgetItem()
                 guard let paths = try await findItems() else { return }
                 for path in paths { try await backend.deleteItem(path) }

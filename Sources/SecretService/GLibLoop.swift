@@ -124,11 +124,21 @@ struct LoopBound<Value>: @unchecked Sendable {
 /// belong to the loop's main context).
 final class GObjectOwner<Object>: @unchecked Sendable {
     let pointer: UnsafeMutablePointer<Object>
+    private let releaseOnLoop: Bool
 
-    /// Takes ownership of one reference (a `transfer full` return).
-    init(adopting pointer: UnsafeMutablePointer<Object>) { self.pointer = pointer }
+    /// Takes ownership of one reference (a `transfer full` return). `releaseOnLoop: false` is for
+    /// objects with no main-context affinity (a GCancellable), whose last unref may happen on any
+    /// thread; it saves waking the loop once per call.
+    init(adopting pointer: UnsafeMutablePointer<Object>, releaseOnLoop: Bool = true) {
+        self.pointer = pointer
+        self.releaseOnLoop = releaseOnLoop
+    }
 
     deinit {
+        guard releaseOnLoop else {
+            g_object_unref(UnsafeMutableRawPointer(pointer))
+            return
+        }
         let raw = LoopBound(UnsafeMutableRawPointer(pointer))
         GLibLoop.shared.perform { g_object_unref(raw.value) }
     }

@@ -74,6 +74,23 @@ struct FastPathTests {
         #expect(!fake.writes.contains { $0.hasPrefix("setSecret") }, "the value was already there")
     }
 
+    @Test func deleteOfTheRememberedItemNeedsNoSearchAndDuplicatesStillGo() async throws {
+        let fake = FakeSecretService()
+        let keychain = storage(fake)
+        try await keychain.save(item: "x")
+        _ = try await keychain.get()
+        let searches = fake.searches
+        try await keychain.delete()
+        #expect(fake.searches == searches, "the remembered item is deleted directly")
+        #expect(fake.items.isEmpty)
+        // With a duplicate created by someone else, the generation changed: a search finds both.
+        try await keychain.save(item: "y")
+        _ = try await keychain.get()
+        _ = fake.seed(attributes: lookupAttributes.merging(["by": "other"]) { $1 }, secret: #""dup""#)
+        try await keychain.delete()
+        #expect(fake.items.isEmpty)
+    }
+
     @Test func deleteForgetsTheRememberedItem() async throws {
         let fake = FakeSecretService()
         let keychain = storage(fake)
