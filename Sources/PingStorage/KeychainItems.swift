@@ -75,11 +75,15 @@ struct KeychainItems: Sendable {
                 try await retryingVanishedItem {
                     let generation = backend.itemGeneration
                     guard let paths = try await findItems() else {
-                        _ = try await backend.createItem(
+                        let path = try await backend.createItem(
                             in: configuration.collection, label: label, attributes: itemAttributes,
                             secret: value, replacing: true)
-                        // Not remembered: our own ItemCreated has advanced the generation, and
-                        // another client's item created meanwhile must not be missed.
+                        // Our own ItemCreated arrives before the reply to CreateItem: if the
+                        // generation moved by exactly one, nothing else was created or deleted
+                        // meanwhile and the new item is the account's only one.
+                        if backend.itemGeneration == generation + 1 {
+                            backend.knownItems[lockKey] = KnownItem(path: path, generation: generation + 1, isComplete: true)
+                        }
                         return
                     }
                     var target = try await newest(paths)

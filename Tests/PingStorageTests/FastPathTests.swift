@@ -91,6 +91,15 @@ struct FastPathTests {
         #expect(fake.items.isEmpty)
     }
 
+    @Test func anItemWeCreatedIsRememberedOnlyWhenNothingElseChanged() async throws {
+        let fake = FakeSecretService()
+        let keychain = storage(fake)
+        try await keychain.save(item: "created")
+        let searches = fake.searches
+        #expect(try await keychain.get() == "created")
+        #expect(fake.searches == searches, "our own creation is remembered")
+    }
+
     @Test func deleteForgetsTheRememberedItem() async throws {
         let fake = FakeSecretService()
         let keychain = storage(fake)
