@@ -38,15 +38,37 @@ actor KeyVault {
         }
     }
 
+    /// The ``ItemChanges`` generation at which `current` was last seen in the keyring.
+    private var currentVerifiedAt: UInt64 = 0
+
     /// The key new data is encrypted with, loaded or created on first use.
+    ///
+    /// A key deleted from the keyring while this process runs (Seahorse, another tool) must not
+    /// go on encrypting new data that no other process could read: whenever an item was created or
+    /// deleted since the key was last seen (``ItemChanges``), its item is looked up again first.
     func currentKey() async throws -> (KeyID, SymmetricKey) {
-        if let current, let key = keys[current] { return (current, key) }
+        if let current, let key = keys[current] {
+            let generation = backend.itemGeneration
+            if generation == currentVerifiedAt { return (current, key) }
+            let stillThere = try await mapped {
+                try await backend.findUnlockedItems(
+                    matching: ["xdg:schema": Self.schema, "key-id": current.hexString], in: collection) != nil
+            }
+            if stillThere {
+                currentVerifiedAt = generation
+                return (current, key)
+            }
+            // Gone: keep it in memory to read what it encrypted, but find or make another for new data.
+            self.current = nil
+        }
         if let findingCurrent { return try await findingCurrent.value }
+        let generation = backend.itemGeneration
         let task = Task { try await self.findOrCreateCurrentKey() }
         findingCurrent = task
         defer { findingCurrent = nil }
         let (id, key) = try await task.value
         current = id
+        currentVerifiedAt = generation
         keys[id] = key
         return (id, key)
     }

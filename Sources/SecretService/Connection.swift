@@ -126,8 +126,16 @@ final class ConnectionManager: Sendable {
             throw SecretServiceError.from(error, operation: "connect to the session bus", phase: .connectingBus)
         }
         do {
-            let service = try await LibSecret.serviceOpen(deadline: deadline)
-            let algorithm = await LibSecret.sessionAlgorithms(service)
+            var service = try await LibSecret.serviceOpen(deadline: deadline)
+            var algorithm = await LibSecret.sessionAlgorithms(service)
+            // libsecret falls back to a plain session silently when the encrypted one fails to
+            // negotiate; KWallet rejects about one client key in 256 ("Client public key size is
+            // invalid"). A new session has a new key: try again a couple of times before settling
+            // for plain (which calls then refuse unless the client allows it).
+            for _ in 0..<2 where algorithm == "plain" {
+                service = try await LibSecret.serviceOpen(deadline: deadline)
+                algorithm = await LibSecret.sessionAlgorithms(service)
+            }
             let owner = await LibSecret.nameOwner(service)
             let subscription = await LibSecret.subscribeToItemChanges(service)
             ItemChanges.advance()

@@ -54,9 +54,10 @@ extension SecretServiceError {
         // libsecret strips the D-Bus name from most errors it passes on, so a session the provider
         // forgot (it restarted, or dropped our session) is only recognisable by its message:
         // gnome-keyring says "The session does not exist" / "The session wrapping the secret does
-        // not exist". A new session fixes it.
+        // not exist", KWallet "Can't find session". A new session fixes it.
         let message = glib.message.lowercased()
-        if message.contains("session"), message.contains("does not exist") || message.contains("no such session") {
+        if message.contains("session"),
+           message.contains("does not exist") || message.contains("no such session") || message.contains("find session") {
             return make(.disconnected, "the provider no longer knows our session (\(glib.message)).")
         }
         switch glib.domain {

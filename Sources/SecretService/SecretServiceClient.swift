@@ -287,7 +287,17 @@ public struct SecretServiceClient: Sendable {
                 default: throw mapped
                 }
             }
-            // Locked (an error, or no value): unlock through the prompt if allowed, then read again.
+            // No value and no error: locked, or the session's keys disagree with the provider's
+            // (KWallet gets about one DH exchange in 200 wrong without noticing), in which case
+            // the secret cannot be decrypted and libsecret drops it. Tell the two apart.
+            let properties = try await LibSecret.properties(
+                connection.service, path: path, interface: "org.freedesktop.Secret.Item", deadline: deadline)
+            if properties.locked != true {
+                throw SecretServiceError(
+                    .disconnected, operation: "read secret",
+                    message: "the item \(path) is unlocked but its secret could not be decrypted with this session's key; a new session is opened.")
+            }
+            // Locked: unlock through the prompt if allowed, then read again.
             try await unlock([path], connection, deadline, what: "the item \(path)")
             guard let raw = try await LibSecret.loadSecret(item, deadline: deadline) else {
                 throw SecretServiceError(.locked, operation: "read secret",

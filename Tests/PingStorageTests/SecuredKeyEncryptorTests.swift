@@ -85,6 +85,21 @@ struct SecuredKeyEncryptorTests {
         #expect(keyItems(fake).count == 1, "a new key, not a regenerated old one")
     }
 
+    @Test func aKeyDeletedWhileTheProcessRunsIsNotUsedForNewData() async throws {
+        let fake = FakeSecretService()
+        let vault = KeyVault(backend: fake, collection: .default)
+        let storage = encryptedStorage(fake, vault: vault)
+        try await storage.save(item: token)
+        let oldKey = try #require(keyItems(fake).keys.first)
+        try await fake.deleteItem(oldKey)
+        try await storage.save(item: Token(accessToken: "after", refreshToken: "r"))
+        // A fresh process (vault) can read the new data: it was encrypted with a key in the keyring.
+        let fresh = encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default))
+        #expect(try await fresh.get()?.accessToken == "after")
+        #expect(keyItems(fake).count == 1)
+        #expect(keyItems(fake).keys.first != oldKey)
+    }
+
     @Test func concurrentFirstUseInManyVaultsConvergesAndEverythingDecrypts() async throws {
         let fake = FakeSecretService()
         // Eight "processes" (vaults) racing on an empty keyring.
