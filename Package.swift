@@ -34,8 +34,14 @@ let package = Package(
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
+        // The side-by-side benchmark (benchmark/run): raw libsecret from C next to KeychainStorage.
+        .target(name: "CBenchmarkLibsecret", dependencies: ["CLibSecret"]),
+        .executableTarget(
+            name: "pingstorage-benchmark",
+            dependencies: ["PingStorage", "SecretService", "CBenchmarkLibsecret"]
+        ),
         // The command-line tool: a small library of testable pieces and a thin executable.
-        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService"]),
+        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage"]),

@@ -66,7 +66,9 @@ enum CommandTable {
                 (xdg:schema = \(KeyringCommands.schemaName)) or the service attribute (default \
                 \(KeychainConfiguration.defaultService)), including items other tools wrote, with their \
                 account, service, label, item path, created and modified times, the secret's size in \
-                bytes, and whether it looks encrypted. The secret is read to measure it, never printed.
+                bytes, and whether it is encrypted: yes (a SecuredKeyEncryptor envelope, with the id of \
+                its key), no (JSON text) or binary/unknown (other bytes). The secret is read to measure \
+                it, never printed.
                 With --service, lists every item with that service attribute.
                 """,
             options: [OptionSpec(name: "service", valueName: "SERVICE",
@@ -75,9 +77,14 @@ enum CommandTable {
             name: "get", summary: "print the value stored for an account",
             description: """
                 Prints the stored value: the JSON text KeychainStorage wrote, followed by a newline. \
-                This is the only command that prints a secret. A value that is not JSON text (written \
-                with an Encryptor, or corrupt) is refused with exit status 4; --raw prints the bytes \
-                exactly as stored, with no newline added. Exit status 1 when the account has no item.
+                This is the only command that prints a secret. An item encrypted by SecuredKeyEncryptor \
+                is decrypted with the key in the collection, bound to the item's service and account, \
+                as an app reading it with SecuredKeyEncryptor() does. Exit status 4 when it cannot be: \
+                its key is missing (keyNotFound), it was changed or copied from another item \
+                (failedToDecrypt), or its format is unknown (unsupportedFormat); and for a value that is \
+                neither JSON text nor an envelope (another Encryptor's output, or corrupt). The item is \
+                left unchanged. --raw prints the bytes exactly as stored, not decrypted, with no newline \
+                added. Exit status 1 when the account has no item.
                 """,
             options: [account, service,
                       OptionSpec(name: "raw", valueName: nil, help: "print the bytes as stored, unchecked")]),
@@ -88,10 +95,14 @@ enum CommandTable {
                 is "…" with the quotes) and stores it for the account exactly as an app would: one \
                 item, replaced in place, with PingStorage's attributes and label. Leading and trailing \
                 whitespace is dropped; anything that is not JSON is refused and nothing is written.
+                With --encrypt the value is stored as SecuredKeyEncryptor's envelope (AES-256-GCM, bound \
+                to the service and account), exactly as KeychainStorage with SecuredKeyEncryptor() \
+                stores it, so apps read it back; the key is an item of its own in the collection, \
+                created on the first encrypted save.
                 """,
             options: [account, service,
                       OptionSpec(name: "encrypt", valueName: nil,
-                                 help: "encrypt with SecuredKeyEncryptor (not available in this build: exit 5)")]),
+                                 help: "encrypt with SecuredKeyEncryptor, as an app using SecuredKeyEncryptor() does")]),
         CommandSpec(
             name: "delete", summary: "delete the item of an account",
             description: """
@@ -106,8 +117,9 @@ enum CommandTable {
                 a Secret Service provider is present, the collection exists (the 'default' alias unless \
                 --collection), it is unlocked, the transport is encrypted, an item can be written, read \
                 back and deleted (service \(probeService), a random account; always cleaned up), and \
-                the encryption key (skipped in this build). Checks after a failure that need what failed \
-                are skipped. Exit status 0 only when no check failed; otherwise the status of the first \
+                SecuredKeyEncryptor's keys (xdg:schema = \(KeyringCommands.keySchemaName)) in the \
+                collection: which are present, or none yet, each holding 32 bytes (read, never \
+                printed; no key is created). Checks after a failure that need what failed are skipped. Exit status 0 only when no check failed; otherwise the status of the first \
                 failure (3 for an unusable keyring).
                 """,
             options: []),
@@ -125,8 +137,8 @@ enum CommandTable {
           1  not found (get of an account with no item)
           2  usage: bad command line or input
           3  keyring unavailable: no session bus, no provider, no collection, locked, timed out
-          4  the stored value is corrupt or cannot be decrypted
-          5  anything else (provider error, feature not available in this build)
+          4  the stored value is corrupt or cannot be decrypted (key missing, changed, unknown format)
+          5  anything else (provider error, encryption unavailable, failed probe)
         """
 
     /// `ping-keyring --help`.

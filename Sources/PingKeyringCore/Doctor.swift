@@ -1,5 +1,6 @@
 import Foundation
 import PingStorage
+import PingStorageCrypto
 import SecretService
 
 /// What the doctor asks of the keyring. The live one talks to the Secret Service; unit tests give
@@ -19,6 +20,21 @@ protocol DoctorEnvironment: Sendable {
     /// happens; returns a description of what was done.
     /// - Throws: ``ToolError`` describing the step that failed.
     func probe() async throws(ToolError) -> String
+    /// The encryption key items (`xdg:schema` = ``KeyringCommands/keySchemaName``) in the
+    /// collection, each read only to measure it. Never creates a key, never unlocks, never prompts.
+    /// - Throws: ``ToolError`` (`locked` when key items are locked, `timedOut`, …).
+    func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem]
+}
+
+/// A key item of ``SecuredKeyEncryptor``, as the doctor sees it: never the key itself.
+struct EncryptionKeyItem: Sendable, Equatable {
+    var path: String
+    /// The `key-id` attribute when it is 32 hex digits (lowercased); nil otherwise, and then
+    /// SecuredKeyEncryptor ignores the item.
+    var keyID: String?
+    /// The size of the secret; a sound key has ``SymmetricKey/byteCount`` (32).
+    var byteCount: Int
+    var created: Date
 }
 
 /// One line of the doctor's report.
@@ -135,6 +151,11 @@ enum Doctor {
         static let probeMismatch = "the provider returned other bytes than were written; check its logs or try "
             + "another provider."
         static let seeMessage = "see the message; apps fail the same way."
+        static func damagedKey(_ keyID: String) -> String {
+            "the key item was left unchanged: restore the keyring from a backup. Once no item needs this key, "
+                + "delete it (`secret-tool clear xdg:schema \(KeyringCommands.keySchemaName) key-id \(keyID)`) so "
+                + "that encrypted saves use a sound one."
+        }
     }
 
     static func run(_ environment: any DoctorEnvironment) async -> DoctorReport {
@@ -162,10 +183,9 @@ enum Doctor {
                                     fix: error.kind == "timedOut" ? Fix.providerHung : Fix.provider))
             }
             for (id, title) in [("collection", "collection"), ("unlocked", "unlocked"), ("transport", "transport"),
-                                ("probe", "write/read/delete")] {
+                                ("probe", "write/read/delete"), ("encryptionKey", "encryption key")] {
                 checks.append(.skip(id, title, noBus ? "needs a session bus" : "needs a Secret Service provider"))
             }
-            checks.append(encryptionKeyCheck)
             report.checks = checks
             return report
         }
@@ -199,7 +219,8 @@ enum Doctor {
         }
 
         // 6: a real write, read and delete, only when everything it needs passed.
-        if checks.contains(where: { $0.status == .fail }) {
+        let keyringUsable = !checks.contains { $0.status == .fail }
+        if !keyringUsable {
             checks.append(.skip("probe", "write/read/delete", "an earlier check failed"))
         } else {
             do {
@@ -211,14 +232,66 @@ enum Doctor {
             }
         }
 
-        // 7: the encryption key.
-        checks.append(encryptionKeyCheck)
+        // 7: the encryption key: a search (no unlock, no prompt) and a read of each key item,
+        // when the collection is there, unlocked and the transport encrypted (the probe need not pass).
+        if keyringUsable {
+            let keys: Result<[EncryptionKeyItem], ToolError>
+            do {
+                keys = .success(try await environment.encryptionKeys())
+            } catch {
+                keys = .failure(error)
+            }
+            checks.append(encryptionKeyCheck(keys))
+        } else {
+            checks.append(.skip("encryptionKey", "encryption key", "an earlier check failed"))
+        }
         report.checks = checks
         return report
     }
 
-    static let encryptionKeyCheck = DoctorCheck.skip(
-        "encryptionKey", "encryption key", "SecuredKeyEncryptor not available in this build")
+    /// The encryption key line: the keys present (or none yet), each of the size of a key.
+    static func encryptionKeyCheck(_ result: Result<[EncryptionKeyItem], ToolError>) -> DoctorCheck {
+        let id = "encryptionKey", title = "encryption key"
+        let items: [EncryptionKeyItem]
+        switch result {
+        case .failure(let error):
+            let failure = ToolError(kind: error.kind, message: "cannot search the keyring for encryption keys: "
+                                        + error.message, status: error.status)
+            let fix = switch error.kind {
+            case "locked", "promptDismissed": Fix.unlocked
+            case "timedOut": Fix.providerHung
+            default: Fix.seeMessage
+            }
+            return .fail(id, title, failure, fix: fix)
+        case .success(let found):
+            items = found
+        }
+        // Oldest first: SecuredKeyEncryptor encrypts new data with the oldest key (then lowest id).
+        let keys = items.filter { $0.keyID != nil }
+            .sorted { ($0.created, $0.keyID!) < ($1.created, $1.keyID!) }
+        let ignored = items.count - keys.count
+        let ignoredNote = ignored == 0 ? "" : "; \(ignored) item\(ignored == 1 ? "" : "s") with the key schema but "
+            + "no valid key-id attribute \(ignored == 1 ? "is" : "are") ignored"
+        guard let oldest = keys.first else {
+            return .pass(id, title, "no key yet: one is created on the first encrypted save" + ignoredNote)
+        }
+        let ids = keys.map { $0.keyID! }
+        var present = keys.count == 1
+            ? "1 key present (id \(ids[0]))"
+            : "\(keys.count) keys present (ids \(ids.joined(separator: ", ")); new data uses the oldest, \(ids[0]))"
+        present += ignoredNote
+        if let damaged = keys.first(where: { $0.byteCount != SymmetricKey.byteCount }) {
+            let consequence = damaged.keyID == oldest.keyID
+                ? "items encrypted with it cannot be decrypted, and encrypted saves fail while it is the oldest key"
+                : "items encrypted with it cannot be decrypted"
+            return .fail(id, title, ToolError(
+                kind: "unsupportedFormat",
+                message: "key \(damaged.keyID!) (\(damaged.path)) holds \(damaged.byteCount) bytes, not "
+                    + "\(SymmetricKey.byteCount): \(consequence). In all: \(present)"),
+                fix: Fix.damagedKey(damaged.keyID!))
+        }
+        return .pass(id, title, present)
+    }
 }
 
 /// The doctor against the real Secret Service, with the command line's settings.
@@ -285,6 +358,38 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
                     + "`secret-tool clear service \(CommandTable.probeService) account \(account)`."
             }
             throw failure
+        }
+    }
+
+    func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] {
+        let configuration = settings.configuration()
+        // Never a prompt, never an unlock: a locked key item is reported, not opened.
+        let client = SecretServiceClient(options: .init(timeout: configuration.timeout, allowsPrompts: false))
+        do {
+            let found = try await client.searchItems(matching: ["xdg:schema": KeyringCommands.keySchemaName],
+                                                     in: configuration.collection)
+            guard found.locked.isEmpty else {
+                throw ToolError(
+                    kind: "locked",
+                    message: "\(found.locked.count) encryption key item\(found.locked.count == 1 ? " is" : "s are") "
+                        + "locked (\(found.locked.joined(separator: ", ")))")
+            }
+            var keys: [EncryptionKeyItem] = []
+            for path in found.unlocked {
+                do {
+                    let info = try await client.itemInfo(path)
+                    var secret = try await client.secret(of: path)
+                    let byteCount = secret.bytes.count
+                    secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
+                    let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
+                    keys.append(EncryptionKeyItem(path: path, keyID: keyID, byteCount: byteCount, created: info.created))
+                } catch let error as SecretServiceError where error.code == .itemNotFound {
+                    continue  // deleted meanwhile
+                }
+            }
+            return keys
+        } catch {
+            throw ToolError.from(error)
         }
     }
 }

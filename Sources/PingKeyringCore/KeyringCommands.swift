@@ -1,6 +1,7 @@
 import Foundation
 import PingStorage
 import SecretService
+import Synchronization
 
 /// Where and how the commands reach the keyring, from the global options.
 struct KeyringSettings: Sendable, Equatable {
@@ -31,11 +32,14 @@ struct KeyringSettings: Sendable, Equatable {
 }
 
 /// The commands that touch the keyring. `get`, `save` and `delete` go through ``KeychainStorage``
-/// itself, so they find, write and delete exactly the item an app would; `list` searches with
-/// ``SecretServiceClient`` because the library has no "every account" call.
+/// itself, so they find, write and delete exactly the item an app would, and encrypt and decrypt
+/// with ``SecuredKeyEncryptor`` bound to the item's service and account as KeychainStorage does;
+/// `list` searches with ``SecretServiceClient`` because the library has no "every account" call.
 enum KeyringCommands {
     /// The `xdg:schema` attribute of items PingStorage writes.
     static let schemaName = "com.pingidentity.PingStorage"
+    /// The `xdg:schema` attribute of SecuredKeyEncryptor's key items (with a `key-id` attribute).
+    static let keySchemaName = "com.pingidentity.PingStorage.SecuredKey"
 
     // MARK: list
 
@@ -79,7 +83,8 @@ enum KeyringCommands {
                 account: account, service: service, label: info.label, path: path,
                 collectionPath: info.collectionPath, created: info.created, modified: info.modified,
                 size: secret.bytes.count, contentType: secret.contentType,
-                encryption: Encryption.classify(secret.bytes), schema: info.attributes["xdg:schema"])
+                encryption: Encryption.classify(secret.bytes), keyID: Encryption.keyID(of: secret.bytes),
+                schema: info.attributes["xdg:schema"])
         } catch let error as SecretServiceError where error.code == .itemNotFound {
             return nil
         }
@@ -87,6 +92,8 @@ enum KeyringCommands {
 
     // MARK: get
 
+    /// The item's value: its JSON text, decrypted when it is a ``SecuredKeyEncryptor`` envelope;
+    /// with `raw`, the bytes as stored.
     static func get(account: String, service: String, raw: Bool, settings: KeyringSettings)
         async throws(ToolError) -> GetReport {
         let configuration = settings.configuration(service: service)
@@ -103,17 +110,24 @@ enum KeyringCommands {
                 } catch let error as SecretServiceError where error.code == .itemNotFound && attempt == 1 {
                     continue
                 }
-                if !raw, !Encryption.isJSONText(secret.bytes) {
-                    throw ToolError(
-                        kind: "corruptItem",
-                        message: "the item for account '\(account)' (service '\(service)') holds "
-                            + "\(secret.bytes.count) bytes that are not JSON text: written through an Encryptor "
-                            + "this tool does not have, or corrupt. It was left unchanged; "
-                            + "'ping-keyring get --raw' prints the bytes as stored.")
+                let encryption = Encryption.classify(secret.bytes)
+                var value = secret.bytes
+                if !raw {
+                    if encryption == .yes {
+                        // The context KeychainStorage gives its encryptor: the item's service and account.
+                        let context = EncryptionContext(service: info.attributes["service"] ?? service,
+                                                        account: info.attributes["account"] ?? account)
+                        value = try await decrypt(secret.bytes, context: context, configuration: configuration)
+                    }
+                    guard Encryption.isJSONText(value) else {
+                        throw notJSONText(account: account, service: service, size: value.count,
+                                          decrypted: encryption == .yes)
+                    }
                 }
                 return GetReport(account: account, service: service, path: info.path,
                                  collectionPath: info.collectionPath, contentType: secret.contentType,
-                                 value: secret.bytes, raw: raw)
+                                 value: value, raw: raw, encryption: encryption,
+                                 keyID: Encryption.keyID(of: secret.bytes))
             }
             throw ToolError(
                 kind: "notFound",
@@ -123,17 +137,55 @@ enum KeyringCommands {
         }
     }
 
+    /// Opens an envelope with the key in the configured collection, as
+    /// `KeychainStorage(account:encryptor: SecuredKeyEncryptor(configuration:), configuration:)` does.
+    /// - Throws: ``ToolError`` `keyNotFound`, `failedToDecrypt`, `unsupportedFormat` (exit 4),
+    ///   `encryptionUnavailable`, or the keyring's errors; messages name the item, never its bytes.
+    static func decrypt(_ envelope: Data, context: EncryptionContext, configuration: KeychainConfiguration)
+        async throws(ToolError) -> Data {
+        guard let encryptor = SecuredKeyEncryptor(configuration: configuration) else {
+            throw encryptionUnavailable("the item was not decrypted and was left unchanged")
+        }
+        do {
+            return try await encryptor.decrypt(data: envelope, context: context)
+        } catch let error as EncryptorError {
+            var failure = ToolError.from(error)
+            failure.message = "the item for account '\(context.account)' (service '\(context.service)') cannot be "
+                + "decrypted: \(failure.message)"
+            if failure.kind == "keyNotFound" {
+                failure.message += " 'ping-keyring doctor' lists the keys that are in the keyring."
+            }
+            throw failure
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    private static func notJSONText(account: String, service: String, size: Int, decrypted: Bool) -> ToolError {
+        let what = decrypted
+            ? "an envelope that decrypts to \(size) bytes that are not JSON text (not written by KeychainStorage)"
+            : "\(size) bytes that are neither JSON text nor a SecuredKeyEncryptor envelope: written through an "
+                + "Encryptor this tool does not have, or corrupt"
+        return ToolError(
+            kind: "corruptItem",
+            message: "the item for account '\(account)' (service '\(service)') holds \(what). It was left "
+                + "unchanged; 'ping-keyring get --raw' prints the bytes as stored.")
+    }
+
+    /// libgcrypt cannot start, so `SecuredKeyEncryptor(configuration:)` is nil.
+    static func encryptionUnavailable(_ consequence: String) -> ToolError {
+        ToolError(kind: "encryptionUnavailable",
+                  message: "encryption is unavailable on this machine: libgcrypt could not be initialised "
+                      + "(install or upgrade libgcrypt20); \(consequence).")
+    }
+
     // MARK: save
 
-    /// Stores `input` (JSON text) for the account through KeychainStorage's own write path.
+    /// Stores `input` (JSON text) for the account through KeychainStorage's own write path; with
+    /// `encrypt`, sealed by `SecuredKeyEncryptor(configuration:)` exactly as an app's
+    /// `KeychainStorage(account:encryptor:configuration:)` would (bound to the service and account).
     static func save(account: String, service: String, encrypt: Bool, settings: KeyringSettings,
                      input: () -> Data) async throws(ToolError) -> SaveReport {
-        guard !encrypt else {
-            throw ToolError(
-                kind: "notAvailable",
-                message: "--encrypt needs SecuredKeyEncryptor, which is not available in this build; nothing "
-                    + "was saved. Save without --encrypt, or use a build that includes it.")
-        }
         let value = trimmingWhitespace(input())
         guard !value.isEmpty else {
             throw ToolError(
@@ -147,14 +199,23 @@ enum KeyringCommands {
                 message: "stdin is not JSON text. ping-keyring stores what KeychainStorage would: the item's JSON "
                     + "(a String item is \"…\" with the quotes). Nothing was saved.")
         }
-        let storage = KeychainStorage<String>(
-            account: account, encryptor: VerbatimValue(bytes: value), configuration: settings.configuration(service: service))
+        let configuration = settings.configuration(service: service)
+        var encryptor: (any ContextualEncryptor)?
+        if encrypt {
+            guard let secured = SecuredKeyEncryptor(configuration: configuration) else {
+                throw encryptionUnavailable("nothing was saved")
+            }
+            encryptor = secured
+        }
+        let verbatim = VerbatimValue(bytes: value, encryptor: encryptor)
+        let storage = KeychainStorage<String>(account: account, encryptor: verbatim, configuration: configuration)
         do {
             // The item passed is a placeholder: VerbatimValue replaces its JSON with `value`.
             try await storage.save(item: "")
             let info = try await storage.itemInfo()
             return SaveReport(account: account, service: service, path: info?.path,
-                              collectionPath: info?.collectionPath, size: value.count)
+                              collectionPath: info?.collectionPath, size: value.count,
+                              encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID)
         } catch {
             throw ToolError.from(error)
         }
@@ -182,12 +243,50 @@ enum KeyringCommands {
     }
 }
 
-/// The "encryptor" through which `save` stores bytes verbatim: KeychainStorage's write path
-/// (one item, replaced in place, duplicates removed, attributes and label) with the value read
-/// from stdin in place of an encoded Swift value. It ignores what it is given; `decrypt` is never
-/// used by `save` and returns its input.
-struct VerbatimValue: Encryptor {
+/// The "encryptor" through which `save` stores the value read from stdin: KeychainStorage's write
+/// path (one item, replaced in place, duplicates removed, attributes and label) with that value in
+/// place of an encoded Swift value. It ignores the JSON it is given and returns `bytes`, or with
+/// an `encryptor`, `bytes` encrypted by it — with the ``EncryptionContext`` KeychainStorage passes
+/// (the item's service and account), so the result is what an app with that encryptor stores.
+/// `decrypt` is never used by `save` and returns its input.
+struct VerbatimValue: ContextualEncryptor {
     let bytes: Data
-    func encrypt(data: Data) async throws -> Data { bytes }
+    /// nil: `bytes` are stored as they are.
+    let encryptor: (any ContextualEncryptor)?
+    private let sealed = SealedEnvelopeRecord()
+
+    init(bytes: Data, encryptor: (any ContextualEncryptor)? = nil) {
+        self.bytes = bytes
+        self.encryptor = encryptor
+    }
+
+    /// The key id in the envelope the last `encrypt` produced (nil before, or without an
+    /// encryptor, or when its output is not an envelope).
+    var sealedKeyID: String? { sealed.keyID }
+
+    func encrypt(data: Data, context: EncryptionContext) async throws -> Data {
+        guard let encryptor else { return bytes }
+        return sealed.record(try await encryptor.encrypt(data: bytes, context: context))
+    }
+
+    func encrypt(data: Data) async throws -> Data {
+        guard let encryptor else { return bytes }
+        return sealed.record(try await encryptor.encrypt(data: bytes))
+    }
+
+    func decrypt(data: Data, context: EncryptionContext) async throws -> Data { data }
     func decrypt(data: Data) async throws -> Data { data }
+}
+
+/// Remembers the key id of the envelope `save` wrote, for its report (never the bytes).
+private final class SealedEnvelopeRecord: Sendable {
+    private let value = Mutex<String?>(nil)
+
+    func record(_ envelope: Data) -> Data {
+        let keyID = Encryption.keyID(of: envelope)
+        value.withLock { $0 = keyID }
+        return envelope
+    }
+
+    var keyID: String? { value.withLock { $0 } }
 }

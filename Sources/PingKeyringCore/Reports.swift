@@ -1,19 +1,32 @@
 import Foundation
 import PingStorage
+import PingStorageCrypto
 import SecretService
 
-/// Whether a stored value looks encrypted. For now a heuristic: JSON text is not encrypted,
-/// anything else is "binary/unknown" (an Encryptor's output, or corrupt). The encryption
-/// envelope check will add a definite "yes".
+/// Whether a stored value is encrypted: PingStorage's envelope (what `SecuredKeyEncryptor`
+/// writes) is a definite yes, UTF-8 JSON text a definite no, and anything else "binary/unknown"
+/// (another Encryptor's output, or corrupt).
 enum Encryption: String, Sendable, Equatable {
+    /// The value is a `SecuredKeyEncryptor` envelope (it starts with the envelope's magic bytes,
+    /// which no UTF-8 text can).
+    case yes
     /// The value is UTF-8 JSON text: stored as KeychainStorage writes it without an encryptor.
     case no
-    /// Not JSON text: encrypted by some Encryptor, or corrupt.
+    /// Neither: encrypted by some other Encryptor, or corrupt.
     case unknown
 
     /// Classifies stored bytes without printing or keeping them.
     static func classify(_ bytes: Data) -> Encryption {
-        isJSONText(bytes) ? .no : .unknown
+        if Envelope.isEnvelope(bytes) { return .yes }
+        return isJSONText(bytes) ? .no : .unknown
+    }
+
+    /// The id (32 hex digits) of the key that sealed an envelope, read from its header without
+    /// decrypting; nil when `bytes` is not an envelope or its header is unreadable (truncated,
+    /// or a format version this build does not know).
+    static func keyID(of bytes: Data) -> String? {
+        guard Envelope.isEnvelope(bytes) else { return nil }
+        return (try? Envelope.header(of: bytes))?.keyID.hexString
     }
 
     /// UTF-8 text without NUL that parses as one JSON value (fragments such as `"text"` included).
@@ -22,8 +35,15 @@ enum Encryption: String, Sendable, Equatable {
         return (try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed])) != nil
     }
 
-    /// What human output shows.
-    var humanText: String { self == .no ? "no (JSON text)" : "binary/unknown" }
+    /// What human output shows; `keyID` is the envelope's, for ``yes``.
+    func humanText(keyID: String?) -> String {
+        switch self {
+        case .yes: keyID.map { "yes (SecuredKeyEncryptor, key \($0))" }
+            ?? "yes (SecuredKeyEncryptor envelope with an unreadable header)"
+        case .no: "no (JSON text)"
+        case .unknown: "binary/unknown"
+        }
+    }
 }
 
 /// The provider behind `org.freedesktop.secrets`, as the doctor shows it.
@@ -80,6 +100,8 @@ struct ListedItem: Sendable, Equatable {
     var size: Int
     var contentType: String
     var encryption: Encryption
+    /// For an envelope: the id of the key that sealed it (32 hex digits, not secret).
+    var keyID: String?
     /// The `xdg:schema` attribute; PingStorage writes `com.pingidentity.PingStorage`.
     var schema: String?
 
@@ -95,6 +117,7 @@ struct ListedItem: Sendable, Equatable {
             ("size", .int(size)),
             ("contentType", .string(contentType)),
             ("encrypted", .string(encryption.rawValue)),
+            ("keyID", .string(keyID)),
             ("schema", .string(schema)),
         ])
     }
@@ -110,7 +133,7 @@ struct ListedItem: Sendable, Equatable {
               created:    \(Timestamp.iso8601(created))
               modified:   \(Timestamp.iso8601(modified))
               size:       \(size) bytes (\(contentType))
-              encrypted:  \(encryption.humanText)
+              encrypted:  \(encryption.humanText(keyID: keyID))
               written by: \(writer)
             """ + "\n\n"
     }
@@ -149,15 +172,21 @@ struct GetReport: Sendable, Equatable {
     var path: String
     var collectionPath: String
     var contentType: String
+    /// What is printed: the JSON text (decrypted when the item holds an envelope), or with `--raw`
+    /// the bytes exactly as stored.
     var value: Data
-    /// `--raw`: the bytes as stored, unchecked.
+    /// `--raw`: the bytes as stored, unchecked and not decrypted.
     var raw: Bool
+    /// What the stored bytes are (classified before any decryption).
+    var encryption: Encryption
+    /// For an envelope: the id of the key that sealed it.
+    var keyID: String?
 
     /// Human output: the JSON text and a newline, or with `--raw` the bytes exactly as stored.
     var human: Data { raw ? value : value + Data("\n".utf8) }
 
     /// `value` is the text; bytes that are not UTF-8 (only possible with `--raw`) are base64 and
-    /// `encoding` says so.
+    /// `encoding` says so. `encrypted` and `keyID` describe the item as stored.
     var json: JSONValue {
         let text = value.contains(0) ? nil : String(data: value, encoding: .utf8)
         return .object([
@@ -167,7 +196,8 @@ struct GetReport: Sendable, Equatable {
             ("collection", .string(collectionPath)),
             ("contentType", .string(contentType)),
             ("size", .int(value.count)),
-            ("encrypted", .string(Encryption.classify(value).rawValue)),
+            ("encrypted", .string(encryption.rawValue)),
+            ("keyID", .string(keyID)),
             ("encoding", .string(text == nil ? "base64" : "utf8")),
             ("value", .string(text ?? value.base64EncodedString())),
         ])
@@ -180,7 +210,12 @@ struct SaveReport: Sendable, Equatable {
     var service: String
     var path: String?
     var collectionPath: String?
+    /// The size of the JSON text read from stdin (before encryption).
     var size: Int
+    /// `yes` with `--encrypt`, else `no`.
+    var encryption: Encryption
+    /// With `--encrypt`: the id of the key the value was sealed with.
+    var keyID: String?
 
     var json: JSONValue {
         .object([
@@ -189,11 +224,16 @@ struct SaveReport: Sendable, Equatable {
             ("item", .string(path)),
             ("collection", .string(collectionPath)),
             ("size", .int(size)),
+            ("encrypted", .string(encryption.rawValue)),
+            ("keyID", .string(keyID)),
         ])
     }
 
     var human: String {
-        "Saved \(size) bytes for account '\(account)' (service \(service))" + (path.map { " in \($0)" } ?? "") + ".\n"
+        let encrypted = encryption == .yes
+            ? ", encrypted with SecuredKeyEncryptor" + (keyID.map { " (key \($0))" } ?? "") : ""
+        return "Saved \(size) bytes for account '\(account)' (service \(service))" + (path.map { " in \($0)" } ?? "")
+            + encrypted + ".\n"
     }
 }
 

@@ -14,9 +14,11 @@ enum ExitCode: Int32, Sendable, CaseIterable {
     /// The keyring cannot be used: no session bus, no provider, no such collection, locked, prompt
     /// dismissed, timed out, unencrypted transport refused.
     case keyringUnavailable = 3
-    /// The stored value is corrupt or cannot be decrypted.
+    /// The stored value is corrupt or cannot be decrypted: tampered with or copied from another
+    /// item (`failedToDecrypt`), its encryption key is missing (`keyNotFound`), or an envelope
+    /// format this build cannot read (`unsupportedFormat`).
     case corrupt = 4
-    /// Anything else: a provider error, a feature not available in this build, a failed probe.
+    /// Anything else: a provider error, encryption unavailable (libgcrypt), a failed probe.
     case other = 5
 
     /// The status for a ``KeychainError/kind`` (and the kinds this tool adds).
@@ -27,7 +29,7 @@ enum ExitCode: Int32, Sendable, CaseIterable {
         case "noSessionBus", "noSecretService", "collectionNotFound", "locked", "promptDismissed", "timedOut",
              "insecureTransport":
             .keyringUnavailable
-        case "corruptItem", "failedToDecrypt": .corrupt
+        case "corruptItem", "failedToDecrypt", "keyNotFound", "unsupportedFormat": .corrupt
         default: .other
         }
     }
@@ -36,8 +38,9 @@ enum ExitCode: Int32, Sendable, CaseIterable {
 /// Why a command failed: a stable one-word ``kind`` (``KeychainError/kind`` for the library's
 /// errors), a message for a person with what to do, and the exit status.
 struct ToolError: Error, Equatable, Sendable {
-    /// `notFound`, `usage`, `invalidInput`, `notAvailable`, `probeMismatch`, `failedToDecrypt`,
-    /// `failedToEncrypt`, `cancelled`, `other`, or a ``KeychainError/kind``.
+    /// `notFound`, `usage`, `invalidInput`, `probeMismatch`, `failedToDecrypt`, `failedToEncrypt`,
+    /// `keyNotFound`, `unsupportedFormat`, `encryptionUnavailable`, `cancelled`, `other`, or a
+    /// ``KeychainError/kind``.
     var kind: String
     /// What happened and what to do. Never contains secret bytes.
     var message: String
@@ -66,12 +69,21 @@ struct ToolError: Error, Equatable, Sendable {
         case let error as SecretServiceError:
             return from(keychainError(from: error))
         case let error as EncryptorError:
-            let kind = error == .failedToDecrypt ? "failedToDecrypt" : "failedToEncrypt"
-            return ToolError(kind: kind, message: error.errorMessage)
+            return ToolError(kind: kind(of: error), message: error.errorMessage)
         case is CancellationError:
             return ToolError(kind: "cancelled", message: "the operation was cancelled.")
         default:
             return ToolError(kind: "other", message: "\(error)")
+        }
+    }
+
+    /// The case name of an ``EncryptorError`` (its messages never contain key or secret bytes).
+    static func kind(of error: EncryptorError) -> String {
+        switch error {
+        case .failedToEncrypt: "failedToEncrypt"
+        case .failedToDecrypt: "failedToDecrypt"
+        case .keyNotFound: "keyNotFound"
+        case .unsupportedFormat: "unsupportedFormat"
         }
     }
 

@@ -12,10 +12,20 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
     var collectionResult: Result<SecretCollectionInfo, ToolError> = .success(SecretCollectionInfo(
         path: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: false))
     var probeResult: Result<String, ToolError> = .success("wrote, read back and deleted an item")
+    var keysResult: Result<[EncryptionKeyItem], ToolError> = .success([keyItem(keyA, created: 100)])
 
     func provider() async throws(ToolError) -> ProviderInfo { try providerResult.get() }
     func collection() async throws(ToolError) -> SecretCollectionInfo { try collectionResult.get() }
     func probe() async throws(ToolError) -> String { try probeResult.get() }
+    func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] { try keysResult.get() }
+}
+
+private let keyA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+private let keyB = "0123456789abcdef0123456789abcdef"
+
+private func keyItem(_ keyID: String?, created: TimeInterval, byteCount: Int = 32, number: Int = 1) -> EncryptionKeyItem {
+    EncryptionKeyItem(path: "/org/freedesktop/secrets/collection/login/\(number)", keyID: keyID,
+                      byteCount: byteCount, created: Date(timeIntervalSince1970: created))
 }
 
 private func statuses(_ report: DoctorReport) -> [String] {
@@ -27,12 +37,12 @@ struct DoctorTests {
     @Test func healthy() async throws {
         let report = await Doctor.run(FakeDoctorEnvironment())
         #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:pass",
-                                     "transport:pass", "probe:pass", "encryptionKey:skip"])
+                                     "transport:pass", "probe:pass", "encryptionKey:pass"])
         #expect(report.ok)
-        #expect(report.exitStatus == .ok, "a skipped check is not a failure")
+        #expect(report.exitStatus == .ok)
         #expect(report.checks[0].detail == "unix:path=/run/user/1000/bus", "the bus address is shown")
         #expect(report.checks[1].detail == "GNOME Keyring (gnome-keyring-d, pid 42, :1.3)")
-        #expect(report.checks[6].detail == "skipped: SecuredKeyEncryptor not available in this build")
+        #expect(report.checks[6].detail == "1 key present (id \(keyA))")
         #expect(report.human.hasSuffix("All checks passed.\n"))
         #expect(!report.human.contains("fix:"))
     }
@@ -159,6 +169,98 @@ struct DoctorTests {
         environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "none"))
         let failed = try parseJSON(await Doctor.run(environment).json.document)
         #expect(failed["provider"] is NSNull)
+    }
+
+    // MARK: The encryption key
+
+    @Test func noKeyYetPasses() async {
+        var environment = FakeDoctorEnvironment()
+        environment.keysResult = .success([])
+        let report = await Doctor.run(environment)
+        #expect(report.checks[6].status == .pass)
+        #expect(report.checks[6].detail == "no key yet: one is created on the first encrypted save")
+        #expect(report.exitStatus == .ok)
+        #expect(report.human.contains("ok    encryption key     no key yet: one is created on the first encrypted save\n"))
+    }
+
+    @Test func severalKeysAreListedOldestFirst() {
+        let check = Doctor.encryptionKeyCheck(.success([
+            keyItem(keyA, created: 200, number: 5), keyItem(keyB, created: 100, number: 2),
+        ]))
+        #expect(check.status == .pass)
+        #expect(check.detail == "2 keys present (ids \(keyB), \(keyA); new data uses the oldest, \(keyB))")
+        // Same creation time: the lower id is the one SecuredKeyEncryptor settles on.
+        let tied = Doctor.encryptionKeyCheck(.success([keyItem(keyA, created: 1), keyItem(keyB, created: 1)]))
+        #expect(tied.detail.hasPrefix("2 keys present (ids \(keyB), \(keyA);"))
+    }
+
+    @Test func itemsWithoutAValidKeyIDAreIgnoredButMentioned() {
+        let onlyInvalid = Doctor.encryptionKeyCheck(.success([keyItem(nil, created: 1, byteCount: 5)]))
+        #expect(onlyInvalid.status == .pass, "SecuredKeyEncryptor ignores them, so they harm nothing")
+        #expect(onlyInvalid.detail == "no key yet: one is created on the first encrypted save; 1 item with the key "
+                + "schema but no valid key-id attribute is ignored")
+        let mixed = Doctor.encryptionKeyCheck(.success([keyItem(keyA, created: 1), keyItem(nil, created: 0),
+                                                        keyItem(nil, created: 0)]))
+        #expect(mixed.detail == "1 key present (id \(keyA)); 2 items with the key schema but no valid key-id "
+                + "attribute are ignored")
+    }
+
+    @Test func aKeyItemThatIsNot32BytesFails() async {
+        var environment = FakeDoctorEnvironment()
+        environment.keysResult = .success([keyItem(keyA, created: 1, byteCount: 16, number: 9), keyItem(keyB, created: 2)])
+        let report = await Doctor.run(environment)
+        let check = report.checks[6]
+        #expect(check.status == .fail)
+        #expect(check.errorKind == "unsupportedFormat")
+        #expect(report.exitStatus == .corrupt, "exit 4, as for a value that cannot be decrypted")
+        #expect(check.detail.hasPrefix("key \(keyA) (/org/freedesktop/secrets/collection/login/9) holds 16 bytes, not 32: "))
+        #expect(check.detail.contains("encrypted saves fail while it is the oldest key"))
+        #expect(check.detail.hasSuffix("In all: 2 keys present (ids \(keyA), \(keyB); new data uses the oldest, \(keyA))"))
+        #expect(check.fix?.contains("secret-tool clear xdg:schema com.pingidentity.PingStorage.SecuredKey key-id \(keyA)") == true)
+        #expect(check.fix?.contains("backup") == true)
+
+        let notOldest = Doctor.encryptionKeyCheck(.success([keyItem(keyA, created: 1), keyItem(keyB, created: 2, byteCount: 33)]))
+        #expect(notOldest.status == .fail)
+        #expect(notOldest.detail.hasPrefix("key \(keyB) "))
+        #expect(!notOldest.detail.contains("encrypted saves fail"))
+    }
+
+    @Test func aKeyringThatCannotBeSearchedFailsWithTheUsualFix() async {
+        var environment = FakeDoctorEnvironment()
+        environment.keysResult = .failure(ToolError(kind: "locked", message: "1 encryption key item is locked (/c/1)"))
+        var report = await Doctor.run(environment)
+        #expect(statuses(report).last == "encryptionKey:fail")
+        #expect(report.checks[6].detail == "cannot search the keyring for encryption keys: 1 encryption key item is locked (/c/1)")
+        #expect(report.checks[6].fix == Doctor.Fix.unlocked)
+        #expect(report.checks[6].errorKind == "locked")
+        #expect(report.exitStatus == .keyringUnavailable)
+
+        environment.keysResult = .failure(ToolError(kind: "timedOut", message: "no answer."))
+        report = await Doctor.run(environment)
+        #expect(report.checks[6].fix == Doctor.Fix.providerHung)
+        environment.keysResult = .failure(ToolError(kind: "providerError", message: "boom"))
+        report = await Doctor.run(environment)
+        #expect(report.checks[6].fix == Doctor.Fix.seeMessage)
+        #expect(report.exitStatus == .other)
+    }
+
+    @Test func theKeyIsCheckedEvenWhenOnlyTheProbeFailed() async {
+        var environment = FakeDoctorEnvironment()
+        environment.probeResult = .failure(ToolError(kind: "providerError", message: "write refused."))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report).suffix(2) == ["probe:fail", "encryptionKey:pass"], "the key search needs no write")
+        #expect(report.exitStatus == .other, "the first failure's status")
+    }
+
+    @Test func theKeyIsSkippedAfterTheKeyringFailed() async {
+        var environment = FakeDoctorEnvironment()
+        environment.collectionResult = .success(SecretCollectionInfo(path: "/c", label: "", isLocked: true))
+        environment.keysResult = .failure(ToolError(kind: "other", message: "must not be asked"))
+        let report = await Doctor.run(environment)
+        #expect(report.checks[6].status == .skip)
+        #expect(report.checks[6].detail == "skipped: an earlier check failed")
+        environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "none"))
+        #expect(await Doctor.run(environment).checks[6].detail == "skipped: needs a Secret Service provider")
     }
 
     @Test func liveEnvironmentShowsTheBusAddress() {

@@ -24,7 +24,32 @@ private let item = ListedItem(
     label: "ACCESS_TOKEN_STORAGE (com.pingidentity.keychainService)",
     path: "/org/freedesktop/secrets/collection/login/2", collectionPath: "/org/freedesktop/secrets/collection/login",
     created: created, modified: created.addingTimeInterval(60), size: 38, contentType: "text/plain",
-    encryption: .no, schema: "com.pingidentity.PingStorage")
+    encryption: .no, keyID: nil, schema: "com.pingidentity.PingStorage")
+
+/// A version-1 envelope's framing around `payload` (what `Envelope.header(of:)` checks; nothing
+/// is authenticated here): magic, version, the key id's 16 bytes, a 12-byte nonce, payload, tag.
+func fakeEnvelope(keyID: String = "00112233445566778899aabbccddeeff", version: UInt8 = 1,
+                  payload: Data = Data("ciphertext".utf8)) -> Data {
+    var bytes = Data([0x89, 0x50, 0x53, 0x45, version])
+    var hex = Substring(keyID)
+    while hex.count >= 2 {
+        bytes.append(UInt8(hex.prefix(2), radix: 16)!)
+        hex = hex.dropFirst(2)
+    }
+    return bytes + Data(repeating: 0x5A, count: 12) + payload + Data(repeating: 0x7A, count: 16)
+}
+
+/// A ContextualEncryptor that "seals" into ``fakeEnvelope(keyID:version:payload:)`` with the
+/// plaintext and the context in clear, so a test can see what it was given.
+struct ContextEchoEncryptor: ContextualEncryptor {
+    var keyID = "0123456789abcdef0123456789abcdef"
+    func encrypt(data: Data, context: EncryptionContext) async throws -> Data {
+        fakeEnvelope(keyID: keyID, payload: data + Data("|\(context.service)|\(context.account)".utf8))
+    }
+    func decrypt(data: Data, context: EncryptionContext) async throws -> Data { data }
+    func encrypt(data: Data) async throws -> Data { fakeEnvelope(keyID: keyID, payload: data + Data("|unbound".utf8)) }
+    func decrypt(data: Data) async throws -> Data { data }
+}
 
 @Suite("Output: JSON field names and human text")
 struct OutputTests {
@@ -37,14 +62,29 @@ struct OutputTests {
         #expect(json["service"] is NSNull, "null is written, not left out")
         let items = try #require(json["items"] as? [[String: Any]])
         #expect(Set(items[0].keys) == ["account", "service", "label", "item", "collection", "created", "modified",
-                                       "size", "contentType", "encrypted", "schema"])
+                                       "size", "contentType", "encrypted", "keyID", "schema"])
         #expect(items[0]["account"] as? String == "ACCESS_TOKEN_STORAGE")
         #expect(items[0]["item"] as? String == "/org/freedesktop/secrets/collection/login/2")
         #expect(items[0]["created"] as? String == "2025-11-29T14:01:31Z")
         #expect(items[0]["modified"] as? String == "2025-11-29T14:02:31Z")
         #expect(items[0]["size"] as? Int == 38)
         #expect(items[0]["encrypted"] as? String == "no")
+        #expect(items[0]["keyID"] is NSNull, "null unless the item is an envelope")
         #expect(items[0]["schema"] as? String == "com.pingidentity.PingStorage")
+        #expect(document.contains(#""encrypted": "no",\#n      "keyID": null,\#n      "schema""#), "documented order")
+    }
+
+    @Test func listShowsAnEncryptedItemWithItsKeyID() throws {
+        var encrypted = item
+        encrypted.encryption = .yes
+        encrypted.keyID = "0123456789abcdef0123456789abcdef"
+        let report = ListReport(collectionPath: item.collectionPath, service: nil, items: [encrypted])
+        let items = try #require(try parseJSON(report.json.document)["items"] as? [[String: Any]])
+        #expect(items[0]["encrypted"] as? String == "yes")
+        #expect(items[0]["keyID"] as? String == "0123456789abcdef0123456789abcdef")
+        #expect(report.human.contains("  encrypted:  yes (SecuredKeyEncryptor, key 0123456789abcdef0123456789abcdef)\n"))
+        encrypted.keyID = nil
+        #expect(encrypted.human.contains("  encrypted:  yes (SecuredKeyEncryptor envelope with an unreadable header)\n"))
     }
 
     @Test func listHumanOutputNeverHasASecretAndSaysWhoWroteIt() {
@@ -67,19 +107,21 @@ struct OutputTests {
 
     @Test func getJSONFieldNamesAndEncodings() throws {
         var report = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
-                               value: Data(#"{"token":"t"}"#.utf8), raw: false)
+                               value: Data(#"{"token":"t"}"#.utf8), raw: false, encryption: .no, keyID: nil)
         var document = report.json.document
         #expect(keysInOrder(document) == ["account", "service", "item", "collection", "contentType", "size",
-                                          "encrypted", "encoding", "value"])
+                                          "encrypted", "keyID", "encoding", "value"])
         var json = try parseJSON(document)
         #expect(json["value"] as? String == #"{"token":"t"}"#, "the JSON text as a string, unchanged")
         #expect(json["encoding"] as? String == "utf8")
         #expect(json["encrypted"] as? String == "no")
+        #expect(json["keyID"] is NSNull)
         #expect(json["size"] as? Int == 13)
 
         report.value = Data([0, 1, 0xFF])
         report.raw = true
         report.contentType = "application/octet-stream"
+        report.encryption = .unknown
         document = report.json.document
         json = try parseJSON(document)
         #expect(json["encoding"] as? String == "base64")
@@ -87,20 +129,43 @@ struct OutputTests {
         #expect(json["encrypted"] as? String == "unknown")
     }
 
+    @Test func getOfADecryptedItemDescribesItAsStored() throws {
+        // `value` is the decrypted JSON; `encrypted` and `keyID` say what the keyring holds.
+        let report = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c",
+                               contentType: "application/octet-stream", value: Data(#""token""#.utf8), raw: false,
+                               encryption: .yes, keyID: "0123456789abcdef0123456789abcdef")
+        let json = try parseJSON(report.json.document)
+        #expect(json["encrypted"] as? String == "yes")
+        #expect(json["keyID"] as? String == "0123456789abcdef0123456789abcdef")
+        #expect(json["value"] as? String == #""token""#)
+        #expect(json["size"] as? Int == 7, "the size of the value printed")
+        #expect(report.human == Data("\"token\"\n".utf8))
+    }
+
     @Test func getHumanOutputIsTheValueAndRawIsExact() {
         let value = Data(#""token""#.utf8)
         var report = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
-                               value: value, raw: false)
+                               value: value, raw: false, encryption: .no, keyID: nil)
         #expect(report.human == value + Data("\n".utf8))
         report.raw = true
         #expect(report.human == value, "--raw adds nothing")
     }
 
     @Test func saveAndDeleteJSONFieldNames() throws {
-        let save = SaveReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", size: 7)
-        #expect(keysInOrder(save.json.document) == ["account", "service", "item", "collection", "size"])
+        var save = SaveReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", size: 7,
+                              encryption: .no, keyID: nil)
+        #expect(keysInOrder(save.json.document) == ["account", "service", "item", "collection", "size", "encrypted",
+                                                    "keyID"])
         #expect(try parseJSON(save.json.document)["size"] as? Int == 7)
+        #expect(try parseJSON(save.json.document)["encrypted"] as? String == "no")
+        #expect(try parseJSON(save.json.document)["keyID"] is NSNull)
         #expect(save.human == "Saved 7 bytes for account 'A' (service S) in /c/1.\n")
+        save.encryption = .yes
+        save.keyID = "0123456789abcdef0123456789abcdef"
+        #expect(try parseJSON(save.json.document)["encrypted"] as? String == "yes")
+        #expect(try parseJSON(save.json.document)["keyID"] as? String == "0123456789abcdef0123456789abcdef")
+        #expect(save.human == "Saved 7 bytes for account 'A' (service S) in /c/1, encrypted with SecuredKeyEncryptor "
+                + "(key 0123456789abcdef0123456789abcdef).\n")
 
         let delete = DeleteReport(account: "A", service: "S", deleted: false)
         #expect(keysInOrder(delete.json.document) == ["account", "service", "deleted"])
@@ -133,7 +198,11 @@ struct OutputTests {
         #expect(JSONValue.quoted("\u{1f}") == #""\u001f""#)
     }
 
-    @Test func encryptionHeuristic() {
+    @Test func encryptionClassification() {
+        #expect(Encryption.classify(fakeEnvelope()) == .yes)
+        #expect(Encryption.classify(fakeEnvelope(version: 2)) == .yes, "our magic: an envelope, even of a newer version")
+        #expect(Encryption.classify(Data([0x89, 0x50, 0x53, 0x45])) == .yes, "the magic alone claims an envelope")
+        #expect(Encryption.classify(Data([0x89, 0x50, 0x53])) == .unknown)
         #expect(Encryption.classify(Data(#"{"a":1}"#.utf8)) == .no)
         #expect(Encryption.classify(Data(#""a string item""#.utf8)) == .no)
         #expect(Encryption.classify(Data("42".utf8)) == .no)
@@ -141,6 +210,18 @@ struct OutputTests {
         #expect(Encryption.classify(Data([0x7B, 0x7D, 0])) == .unknown, "NUL is never text")
         #expect(Encryption.classify(Data([0xFF, 0xFE, 0x01])) == .unknown)
         #expect(Encryption.classify(Data()) == .unknown)
+    }
+
+    @Test func keyIDIsReadFromTheEnvelopeHeader() {
+        #expect(Encryption.keyID(of: fakeEnvelope(keyID: "00112233445566778899aabbccddeeff"))
+                == "00112233445566778899aabbccddeeff")
+        #expect(Encryption.keyID(of: fakeEnvelope(keyID: "ffeeddccbbaa99887766554433221100", payload: Data()))
+                == "ffeeddccbbaa99887766554433221100", "the shortest envelope: 49 bytes")
+        #expect(Encryption.keyID(of: fakeEnvelope(version: 2)) == nil, "a version this build cannot read")
+        #expect(Encryption.keyID(of: fakeEnvelope().prefix(48)) == nil, "truncated")
+        #expect(Encryption.keyID(of: Data(#""text""#.utf8)) == nil)
+        #expect(Encryption.no.humanText(keyID: nil) == "no (JSON text)")
+        #expect(Encryption.unknown.humanText(keyID: nil) == "binary/unknown")
     }
 
     @Test func providerNames() {
@@ -164,6 +245,24 @@ struct OutputTests {
     @Test func verbatimValueStoresTheGivenBytes() async throws {
         let value = VerbatimValue(bytes: Data("stdin".utf8))
         #expect(try await value.encrypt(data: Data("ignored".utf8)) == Data("stdin".utf8))
+        let context = EncryptionContext(service: "S", account: "A")
+        #expect(try await value.encrypt(data: Data("ignored".utf8), context: context) == Data("stdin".utf8))
         #expect(try await value.decrypt(data: Data("read".utf8)) == Data("read".utf8))
+        #expect(value.sealedKeyID == nil)
+    }
+
+    @Test func verbatimValueEncryptsTheGivenBytesWithKeychainStoragesContext() async throws {
+        let value = VerbatimValue(bytes: Data("stdin".utf8), encryptor: ContextEchoEncryptor())
+        #expect(value.sealedKeyID == nil, "nothing sealed yet")
+        // KeychainStorage passes the encoded placeholder and the item's service and account.
+        let sealed = try await value.encrypt(data: Data("\"\"".utf8),
+                                             context: EncryptionContext(service: "S", account: "A"))
+        #expect(sealed.dropFirst(33).dropLast(16) == Data("stdin|S|A".utf8),
+                "the stdin bytes, not the placeholder, sealed with the context given")
+        #expect(value.sealedKeyID == "0123456789abcdef0123456789abcdef", "the key id, for the report")
+        let unbound = try await value.encrypt(data: Data("ignored".utf8))
+        #expect(unbound.dropFirst(33).dropLast(16) == Data("stdin|unbound".utf8))
+        #expect(try await value.decrypt(data: sealed, context: EncryptionContext(service: "S", account: "A")) == sealed,
+                "decrypt is never used by save and changes nothing")
     }
 }

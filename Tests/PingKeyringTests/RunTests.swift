@@ -39,19 +39,28 @@ struct RunTests {
         #expect(outcome.standardError.hasPrefix("ping-keyring: error: usage:"))
     }
 
-    @Test func encryptIsNotAvailableAndReadsNothing() async throws {
+    @Test func encryptChecksTheInputBeforeTouchingTheKeyring() async throws {
+        // No D-Bus here: a refusal must come from the input check, before any key is looked up.
         var read = false
         let outcome = await PingKeyring.run(arguments: ["save", "--account", "A", "--encrypt", "--json"],
                                             environment: [:]) {
             read = true
-            return Data("\"v\"".utf8)
+            return Data("not json".utf8)
         }
-        #expect(outcome.status == 5)
-        #expect(outcome.standardError.contains("error: notAvailable: --encrypt needs SecuredKeyEncryptor"))
-        #expect(outcome.standardError.contains("not available in this build"))
-        #expect(!read, "stdin is not read")
+        #expect(read, "--encrypt is available: stdin is read")
+        #expect(outcome.status == 2)
+        #expect(outcome.standardError.contains("error: invalidInput: stdin is not JSON text"))
+        #expect(!outcome.standardError.contains("not json"), "the input is never quoted")
         let json = try parseJSON(String(decoding: outcome.standardOutput, as: UTF8.self))
-        #expect((json["error"] as? [String: Any])?["kind"] as? String == "notAvailable")
+        #expect((json["error"] as? [String: Any])?["kind"] as? String == "invalidInput")
+    }
+
+    @Test func helpNoLongerSaysEncryptionIsMissing() {
+        for command in CommandTable.commands {
+            #expect(!CommandTable.help(for: command).contains("not available in this build"), "\(command.name)")
+        }
+        #expect(CommandTable.help(for: CommandTable.command(named: "save")!).contains("--encrypt"))
+        #expect(CommandTable.help(for: CommandTable.command(named: "get")!).contains("keyNotFound"))
     }
 
     @Test func saveRefusesInputThatIsNotJSON() async {

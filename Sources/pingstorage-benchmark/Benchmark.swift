@@ -1,0 +1,203 @@
+import Foundation
+import PingStorage
+import SecretService
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `pingstorage-benchmark`: KeychainStorage side by side with raw libsecret, the one-round-trip
+/// floor, `secret-tool` and Python `keyring`, in one process, interleaved in rounds, on the same
+/// keyring and population; then concurrency scaling and memory growth. Prints a table and the
+/// targets of issue 5 (PASS/FAIL, never an exit status), writes `latest.json`.
+///
+/// Run it through `benchmark/run` (which runs it inside `dbus-test/run --isolated`): it writes
+/// many items and refuses to run outside a throwaway keyring.
+@main
+struct PingStorageBenchmark {
+    /// Command-line settings.
+    struct Options {
+        var output = "benchmark/results"
+        var plotData: String?
+        var rounds = 30
+        var seed: UInt64 = 20_260_101
+        var sizes = BatchSizes()
+        var concurrencyRounds = 3
+        var getWindow: Duration = .milliseconds(1000)
+        var saveWindow: Duration = .milliseconds(1500)
+        var memoryOperations = 100_000
+        var memoryTasks = 4
+        var python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
+        var allowAnyKeyring = false
+
+        static let usage = """
+            usage: pingstorage-benchmark [--output DIR] [--plot-data DIR] [--rounds N] [--seed N]
+                                         [--memory-ops N] [--quick] [--python PATH] [--allow-any-keyring]
+              --output DIR       where latest.json goes (default benchmark/results)
+              --plot-data DIR    also write latency.tsv and scaling.tsv there (for gnuplot)
+              --rounds N         interleaved rounds (default 30)
+              --memory-ops N     operations of the memory run (default 100000)
+              --quick            a smoke run: 3 rounds, short windows, 5,000 memory operations
+              --python PATH      the Python with Debian's python3-keyring (default /usr/bin/python3)
+              --allow-any-keyring  run even outside dbus-test/run --isolated (writes ~100 items!)
+            """
+
+        static func parse(_ arguments: [String]) -> Options {
+            var options = Options()
+            var iterator = arguments.makeIterator()
+            func value(_ name: String) -> String {
+                guard let value = iterator.next() else { fail("\(name) needs a value") }
+                return value
+            }
+            func number(_ name: String) -> Int {
+                guard let number = Int(value(name)), number > 0 else { fail("\(name) needs a positive number") }
+                return number
+            }
+            while let argument = iterator.next() {
+                switch argument {
+                case "--output": options.output = value(argument)
+                case "--plot-data": options.plotData = value(argument)
+                case "--rounds": options.rounds = number(argument)
+                case "--seed": options.seed = UInt64(number(argument))
+                case "--memory-ops": options.memoryOperations = number(argument)
+                case "--python": options.python = value(argument)
+                case "--allow-any-keyring": options.allowAnyKeyring = true
+                case "--quick":
+                    options.rounds = 3
+                    options.concurrencyRounds = 1
+                    options.getWindow = .milliseconds(300)
+                    options.saveWindow = .milliseconds(300)
+                    options.memoryOperations = 5000
+                case "-h", "--help":
+                    print(usage)
+                    exit(0)
+                default: fail("unknown argument \(argument)")
+                }
+            }
+            return options
+        }
+
+        private static func fail(_ message: String) -> Never {
+            FileHandle.standardError.write(Data("pingstorage-benchmark: \(message)\n\(usage)\n".utf8))
+            exit(2)
+        }
+    }
+
+    static func main() async {
+        signal(SIGPIPE, SIG_IGN)
+        let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+        guard options.allowAnyKeyring || ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil else {
+            FileHandle.standardError.write(Data("""
+                pingstorage-benchmark writes and deletes ~100 items and rewrites the keyring thousands of times;
+                it runs only inside a throwaway keyring: dbus-test/run --isolated benchmark/run
+                (or pass --allow-any-keyring).\n
+                """.utf8))
+            exit(2)
+        }
+        do {
+            try await run(options)
+        } catch {
+            FileHandle.standardError.write(Data("pingstorage-benchmark: failed: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+
+    static func run(_ options: Options) async throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        func progress(_ message: String) {
+            let elapsed = (clock.now - started).seconds
+            FileHandle.standardError.write(Data(String(format: "[%6.1f s] %@\n", elapsed, message).utf8))
+        }
+        var random = SplitMix64(seed: options.seed)
+        let worker = BlockingThread(name: "raw libsecret")
+        let client = SecretServiceClient()
+
+        progress("connecting and storing the population")
+        let transport = try await client.transportAlgorithm()
+        let provider = try await client.provider()
+        let collectionPath = try await client.collectionPath(.default)
+        try await storeFillerPopulation()
+        let raw = try await RawLibsecretContender(worker: worker, sizes: options.sizes)
+        let ours = try await KeychainContender(sizes: options.sizes) { try await raw.churn() }
+        let tool = try await SecretToolContender(worker: worker, sizes: options.sizes)
+        var unavailable: [Report.Unavailable] = []
+        var python: PythonKeyringContender?
+        do {
+            python = try await PythonKeyringContender(worker: BlockingThread(name: "python keyring"),
+                                                      sizes: options.sizes, python: options.python)
+        } catch {
+            unavailable.append(.init(contender: "python-keyring", reason: "\(error)"))
+            progress("Python keyring not measured: \(error)")
+        }
+        let scalingStorages = try await KeychainContender.concurrencyStorages(count: 16)
+        let itemCount = try await client.searchItems(matching: ["service": Bench.service], in: .default).all.count
+        progress("\(itemCount) benchmark items in \(collectionPath)")
+
+        let operations = ours.operations + raw.operations + tool.operations + (python?.operations ?? [])
+        progress("warm-up round")
+        for operation in operations { _ = try await operation.batch(0) }
+        var samples: [String: Samples] = [:]
+        for round in 0..<options.rounds {
+            progress("round \(round + 1)/\(options.rounds)")
+            for operation in operations.shuffled(using: &random) {
+                samples[operation.id, default: Samples()].append(contentsOf: try await operation.batch(round + 1))
+            }
+        }
+        await python?.stop()
+
+        let scaling = try await ScalingBenchmark(
+            storages: scalingStorages, taskCounts: [1, 4, 16], rounds: options.concurrencyRounds,
+            getWindow: options.getWindow, saveWindow: options.saveWindow
+        ).run(random: &random, progress: progress)
+
+        let memory = try await MemoryBenchmark(operations: options.memoryOperations, tasks: options.memoryTasks)
+            .run(progress: progress)
+
+        let results = Report.operationResults(operations, samples)
+        let report = Report(
+            date: ISO8601DateFormatter().string(from: Date()),
+            machine: .current,
+            provider: .init(executable: provider.executable ?? "pid \(provider.processID)", transport: transport,
+                            collection: "\(collectionPath) (alias default)"),
+            settings: .init(rounds: options.rounds, seed: options.seed, readsPerBatch: options.sizes.reads,
+                            writesPerBatch: options.sizes.writes, externalPerBatch: options.sizes.external,
+                            cachedIterationsPerSample: options.sizes.cachedIterations,
+                            cryptoIterationsPerSample: options.sizes.cryptoIterations,
+                            benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count),
+            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory,
+            targets: Report.targets(results, scaling, memory),
+            durationSeconds: (clock.now - started).seconds)
+
+        print(report.text)
+        try FileManager.default.createDirectory(atPath: options.output, withIntermediateDirectories: true)
+        try report.json().write(to: URL(fileURLWithPath: options.output).appendingPathComponent("latest.json"))
+        if let plotData = options.plotData {
+            let directory = URL(fileURLWithPath: plotData)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try Data(report.latencyTSV.utf8).write(to: directory.appendingPathComponent("latency.tsv"))
+            try Data(report.scalingTSV.utf8).write(to: directory.appendingPathComponent("scaling.tsv"))
+        }
+        progress("done")
+    }
+}
+
+extension Report.Machine {
+    /// This machine: `nproc`, the CPU model from /proc/cpuinfo, the kernel, the OS release.
+    static var current: Report.Machine {
+        func read(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        func field(_ text: String, _ name: String, separator: Character) -> String? {
+            for line in text.split(separator: "\n") {
+                let parts = line.split(separator: separator, maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                    return parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                }
+            }
+            return nil
+        }
+        return Report.Machine(
+            nproc: ProcessInfo.processInfo.activeProcessorCount,
+            cpuModel: field(read("/proc/cpuinfo"), "model name", separator: ":") ?? "unknown",
+            kernel: read("/proc/sys/kernel/osrelease").trimmingCharacters(in: .whitespacesAndNewlines),
+            os: field(read("/etc/os-release"), "PRETTY_NAME", separator: "=") ?? "unknown")
+    }
+}
