@@ -99,7 +99,6 @@ struct ToolError: Error, Equatable, Sendable {
         case .locked: return .locked(message)
         case .promptDismissed: return .promptDismissed(message)
         case .timedOut: return .timedOut(message)
-        case .ambiguous: return .ambiguous(message)
         case .invalidArgument: return .invalidArgument(message)
         case .insecureTransport: return .insecureTransport(message)
         default: return .providerError(dbusErrorName: error.dbusErrorName, message: message)

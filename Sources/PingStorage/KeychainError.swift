@@ -28,8 +28,6 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
     case timedOut(String)
     /// The stored item cannot be decoded into the expected type. It is left in the keyring as it is.
     case corruptItem(String)
-    /// Several items match where one was required.
-    case ambiguous(String)
     /// An argument was rejected before anything was sent (e.g. an empty account).
     case invalidArgument(String)
     /// The provider only offered a session that would send secrets unencrypted over D-Bus.
@@ -45,7 +43,7 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
         case .unableToDelete: "Unable to delete the item from the keychain"
         case .noSessionBus(let message), .noSecretService(let message), .collectionNotFound(let message),
              .locked(let message), .promptDismissed(let message), .timedOut(let message),
-             .corruptItem(let message), .ambiguous(let message), .invalidArgument(let message),
+             .corruptItem(let message), .invalidArgument(let message),
              .insecureTransport(let message):
             message
         case .providerError(let name, let message):
@@ -70,7 +68,6 @@ extension KeychainError {
         case .locked: return KeychainError.locked(message)
         case .promptDismissed: return KeychainError.promptDismissed(message)
         case .timedOut: return KeychainError.timedOut(message)
-        case .ambiguous: return KeychainError.ambiguous(message)
         case .invalidArgument: return KeychainError.invalidArgument(message)
         case .insecureTransport: return KeychainError.insecureTransport(message)
         default: return KeychainError.providerError(dbusErrorName: error.dbusErrorName, message: message)

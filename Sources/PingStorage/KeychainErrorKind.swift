@@ -12,7 +12,6 @@ extension KeychainError {
         case .promptDismissed: "promptDismissed"
         case .timedOut: "timedOut"
         case .corruptItem: "corruptItem"
-        case .ambiguous: "ambiguous"
         case .invalidArgument: "invalidArgument"
         case .insecureTransport: "insecureTransport"
         case .providerError: "providerError"

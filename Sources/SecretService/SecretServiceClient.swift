@@ -250,6 +250,23 @@ public struct SecretServiceClient: Sendable {
         }
     }
 
+    /// The one item whose attributes include `attributes`, or nil when there is none.
+    /// - Throws: `.ambiguous` when several items match (the message gives their paths), `.locked`
+    ///   when matches are locked (nothing is unlocked here), and the errors of ``searchItems(matching:in:)``.
+    public func uniqueItem(matching attributes: [String: String], in collection: CollectionReference? = nil) async throws -> String? {
+        let found = try await searchItems(matching: attributes, in: collection)
+        if found.all.count > 1 {
+            throw SecretServiceError(
+                .ambiguous, operation: "find the item",
+                message: "\(found.all.count) items match (\(found.all.joined(separator: ", "))); delete the extra ones or "
+                    + "search with more attributes.")
+        }
+        if let path = found.locked.first {
+            throw SecretServiceError.locked("find the item", what: "the item \(path)")
+        }
+        return found.unlocked.first
+    }
+
     /// Metadata of one item, read fresh from the provider (one round trip). Never the secret.
     /// - Throws: `.itemNotFound` when the item is gone, connection errors.
     public func itemInfo(_ path: String) async throws -> SecretItemInfo {

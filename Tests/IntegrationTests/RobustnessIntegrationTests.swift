@@ -139,3 +139,24 @@ final class BackgroundProcess: @unchecked Sendable {
         waitpid(pid, &status, 0)
     }
 }
+
+extension Integration.Robustness {
+    @Test func uniqueItemIsAmbiguousWhenSeveralItemsMatch() async throws {
+        try Harness.requireHarness()
+        let account = uniqueAccount()
+        let client = SecretServiceClient()
+        #expect(try await client.uniqueItem(matching: lookup(account), in: .default) == nil)
+        try SecretTool.store(label: "one", attributes: lookup(account).merging(["copy": "1"]) { $1 }, secret: Data("1".utf8))
+        let single = try await client.uniqueItem(matching: lookup(account), in: .default)
+        #expect(single?.hasPrefix("/org/freedesktop/secrets/collection/") == true)
+        try SecretTool.store(label: "two", attributes: lookup(account).merging(["copy": "2"]) { $1 }, secret: Data("2".utf8))
+        do {
+            _ = try await client.uniqueItem(matching: lookup(account), in: .default)
+            Issue.record("expected .ambiguous")
+        } catch let error as SecretServiceError {
+            #expect(error.code == .ambiguous)
+            #expect(error.message.contains("2 items match"))
+        }
+        try SecretTool.clear(lookup(account))
+    }
+}

@@ -24,7 +24,6 @@ struct ExitCodeTests {
             (.insecureTransport("m"), "insecureTransport", .keyringUnavailable),
             (.corruptItem("m"), "corruptItem", .corrupt),
             (.invalidArgument("m"), "invalidArgument", .usage),
-            (.ambiguous("m"), "ambiguous", .other),
             (.providerError(dbusErrorName: "org.x.Failed", message: "m"), "providerError", .other),
             (.unableToSave, "unableToSave", .other),
             (.unableToRetrieve, "unableToRetrieve", .other),
@@ -49,7 +48,7 @@ struct ExitCodeTests {
             (.timedOut, "timedOut", .keyringUnavailable),
             (.insecureTransport, "insecureTransport", .keyringUnavailable),
             (.invalidArgument, "invalidArgument", .usage),
-            (.ambiguous, "ambiguous", .other),
+            (.ambiguous, "providerError", .other),
             (.itemNotFound, "providerError", .other),
             (.providerError, "providerError", .other),
         ]

@@ -180,7 +180,7 @@ struct KeychainStorageTests {
         let cases: [(SecretServiceError.Code, String)] = [
             (.noSessionBus, "noSessionBus"), (.noSecretService, "noSecretService"), (.disconnected, "noSecretService"),
             (.collectionNotFound, "collectionNotFound"), (.locked, "locked"), (.promptDismissed, "promptDismissed"),
-            (.timedOut, "timedOut"), (.ambiguous, "ambiguous"), (.invalidArgument, "invalidArgument"),
+            (.timedOut, "timedOut"), (.ambiguous, "providerError"), (.invalidArgument, "invalidArgument"),
             (.insecureTransport, "insecureTransport"), (.providerError, "providerError"),
         ]
         for (code, expected) in cases {
