@@ -126,14 +126,14 @@ final class ConnectionManager: Sendable {
             throw SecretServiceError.from(error, operation: "connect to the session bus", phase: .connectingBus)
         }
         do {
-            var service = try await LibSecret.serviceOpen(deadline: deadline)
+            var service = try await openRetryingRejectedKeys(deadline: deadline)
             var algorithm = await LibSecret.sessionAlgorithms(service)
             // libsecret falls back to a plain session silently when the encrypted one fails to
             // negotiate; KWallet rejects about one client key in 256 ("Client public key size is
             // invalid"). A new session has a new key: try again a couple of times before settling
             // for plain (which calls then refuse unless the client allows it).
             for _ in 0..<2 where algorithm == "plain" {
-                service = try await LibSecret.serviceOpen(deadline: deadline)
+                service = try await openRetryingRejectedKeys(deadline: deadline)
                 algorithm = await LibSecret.sessionAlgorithms(service)
             }
             let owner = await LibSecret.nameOwner(service)
@@ -143,6 +143,22 @@ final class ConnectionManager: Sendable {
                                      subscription: subscription)
         } catch {
             throw SecretServiceError.from(error, operation: "open a Secret Service session", phase: .openingSession)
+        }
+    }
+
+    /// Opens a session, trying again (up to three times in all) when the provider rejects the
+    /// client's DH public key: KWallet refuses keys shorter than 128 bytes ("Client public key size
+    /// is invalid", InvalidArgs), which libsecret generates about one time in 256.
+    private static func openRetryingRejectedKeys(deadline: Deadline) async throws -> LibSecret.Service {
+        var attempt = 1
+        while true {
+            do {
+                return try await LibSecret.serviceOpen(deadline: deadline)
+            } catch let error as GLibError
+                where attempt < 3 && (error.remoteName == "org.freedesktop.DBus.Error.InvalidArgs"
+                                      || error.message.contains("public key")) {
+                attempt += 1
+            }
         }
     }
 }

@@ -62,6 +62,12 @@ extension SecretServiceError {
         }
         switch glib.domain {
         case .secret:
+            if glib.code == Int32(SECRET_ERROR_PROTOCOL.rawValue), message.contains("invalid secret") {
+                // libsecret could not decrypt what the provider sent with the session's key: the
+                // two sides derived different keys (KWallet does, about one session in 200).
+                return make(.disconnected, "the secret could not be decrypted with this session's key (\(glib.message)); "
+                            + "a new session is needed.")
+            }
             switch glib.code {
             case Int32(SECRET_ERROR_IS_LOCKED.rawValue):
                 return make(.locked, "the collection or item is locked; unlock the keyring and try again.")

@@ -4,7 +4,7 @@ import SecretService
 import Testing
 
 extension Integration {
-    @Suite("SecuredKeyEncryptor against gnome-keyring")
+    @Suite("SecuredKeyEncryptor against the provider")
     struct Encryption {
         static let keySchema = ["xdg:schema": "com.pingidentity.PingStorage.SecuredKey"]
 
@@ -101,7 +101,7 @@ extension Integration {
             let storage = KeychainStorage<String>(account: victim, encryptor: SecuredKeyEncryptor()!)
             try await storage.save(item: "victim's token")
             let stored = try #require(try SecretTool.lookup(lookup(victim)))
-            try SecretTool.store(label: "copied", attributes: lookup(thief), secret: stored)
+            try await SecretTool.storeBinary(label: "copied", attributes: lookup(thief), secret: stored)
             #expect(try SecretTool.lookup(lookup(thief)) == stored, "a byte-exact copy")
             let copied = KeychainStorage<String>(account: thief, encryptor: SecuredKeyEncryptor()!)
             await #expect(throws: EncryptorError.failedToDecrypt) { _ = try await copied.get() }

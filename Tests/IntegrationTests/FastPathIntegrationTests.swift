@@ -47,15 +47,26 @@ extension Integration {
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "unchanged")
-            let keyring = URL(fileURLWithPath: ProcessInfo.processInfo.environment["HOME"]!)
-                .appendingPathComponent(".local/share/keyrings/login.keyring")
-            let before = try Data(contentsOf: keyring)
+            let keyring = Harness.storageFile
+            // Some providers write their file a moment after the change (KWallet): wait until it settles.
+            var before = try Data(contentsOf: keyring)
+            for _ in 0..<50 {
+                try await Task.sleep(for: .milliseconds(200))
+                let now = try Data(contentsOf: keyring)
+                if now == before { break }
+                before = now
+            }
             try await storage.save(item: "unchanged")
             try await storage.save(item: "unchanged")
             #expect(try Data(contentsOf: keyring) == before, "no write reached the keyring file")
             #expect(try SecretTool.lookup(lookup(account)) == Data(#""unchanged""#.utf8))
             try await storage.save(item: "changed")
-            #expect(try Data(contentsOf: keyring) != before)
+            var changed = false
+            for _ in 0..<50 where !changed {
+                changed = try Data(contentsOf: keyring) != before
+                if !changed { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(changed, "a real change is written")
             #expect(try SecretTool.lookup(lookup(account)) == Data(#""changed""#.utf8))
             try await storage.delete()
         }

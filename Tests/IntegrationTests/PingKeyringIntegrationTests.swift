@@ -42,7 +42,10 @@ private struct ListJSON: Decodable {
 private let defaultService = KeychainConfiguration.defaultService
 private let probeService = "com.pingidentity.ping-keyring.doctor"
 private let keySchema = "com.pingidentity.PingStorage.SecuredKey"
-private let sessionCollection = "/org/freedesktop/secrets/collection/session"
+/// The collection the key tests fill: `session` where the provider has one, else the default.
+private var sessionCollection: String {
+    Harness.hasSessionCollection ? "/org/freedesktop/secrets/collection/session" : Harness.defaultCollectionPath
+}
 
 /// The key id an envelope names: bytes 5..<21, as 32 lowercase hex digits (README, "Encryption").
 private func keyID(of envelope: Data) -> String {
@@ -55,7 +58,7 @@ private let envelopeMagic = Data([0x89, 0x50, 0x53, 0x45])
 /// prints item paths without theirs).
 private func sessionKeyItems(_ attributes: [String: String] = [:]) async throws -> [String] {
     try await SecretServiceClient().searchItems(matching: attributes.merging(["xdg:schema": keySchema]) { $1 },
-                                                in: .session).all
+                                                in: Harness.scratchCollection).all
 }
 
 /// Deletes the key items of the session collection, so that it has no key (the login
@@ -169,7 +172,7 @@ extension Integration {
             let result = try pingKeyring(["list", "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let list = try JSONDecoder().decode(ListJSON.self, from: result.stdout)
-            #expect(list.collection == "/org/freedesktop/secrets/collection/login")
+            #expect(list.collection == Harness.defaultCollectionPath)
             #expect(list.service == nil)
             let byAccount = Dictionary(list.items.map { ($0.account, $0) }, uniquingKeysWith: { first, _ in first })
             let foreign = try #require(byAccount[plain], "items of the default service written by other tools")
@@ -236,7 +239,7 @@ extension Integration {
             #expect(got["keyID"] is NSNull)
             #expect(got["value"] as? String == value)
             #expect(got["item"] as? String == path)
-            #expect(got["collection"] as? String == "/org/freedesktop/secrets/collection/login")
+            #expect(got["collection"] as? String == Harness.defaultCollectionPath)
             #expect(got["contentType"] as? String == "text/plain")
             #expect(got["encrypted"] as? String == "no")
 
@@ -276,7 +279,7 @@ extension Integration {
             let key = keyID(of: stored)
             #expect(try SecretTool.search(["xdg:schema": keySchema, "key-id": key]).count == 1)
             #expect(saved.output.hasPrefix("Saved \(json.utf8.count) bytes for account '\(account)' (service \(defaultService)) "
-                                           + "in /org/freedesktop/secrets/collection/login/"))
+                                           + "in \(Harness.defaultCollectionPath)/"))
             #expect(saved.output.hasSuffix(", encrypted with SecuredKeyEncryptor (key \(key)).\n"))
             let items = try SecretTool.search(lookup(account))
             #expect(items.count == 1)
@@ -378,13 +381,13 @@ extension Integration {
                 .status == 0)
             let stored = try #require(try SecretTool.lookup(lookup(victim)))
 
-            try SecretTool.store(label: "copied", attributes: lookup(thief), secret: stored)
+            try await SecretTool.storeBinary(label: "copied", attributes: lookup(thief), secret: stored)
             var changed = stored
             changed[changed.count - 20] ^= 0x01
-            try SecretTool.store(label: "changed", attributes: lookup(tampered), secret: changed)
+            try await SecretTool.storeBinary(label: "changed", attributes: lookup(tampered), secret: changed)
             var newer = stored
             newer[4] = 2
-            try SecretTool.store(label: "newer", attributes: lookup(future), secret: newer)
+            try await SecretTool.storeBinary(label: "newer", attributes: lookup(future), secret: newer)
 
             for (account, kind, bytes) in [(thief, "failedToDecrypt", stored), (tampered, "failedToDecrypt", changed),
                                            (future, "unsupportedFormat", newer)] {
@@ -411,7 +414,7 @@ extension Integration {
                 try? SecretTool.clear(lookup(account))
                 for key in keys { try? SecretTool.clear(["xdg:schema": keySchema, "key-id": key]) }
             }
-            let session = ["--collection", "session"]
+            let session = ["--collection", Harness.scratchCollectionName]
             #expect(try pingKeyring(["save", "--account", account, "--encrypt"] + session, input: Data(#""orphan""#.utf8))
                 .status == 0)
             let stored = try #require(try SecretTool.lookup(lookup(account)))
@@ -467,26 +470,26 @@ extension Integration {
 
             // The session collection, emptied of keys: none yet, and doctor creates none.
             try await clearSessionKeys()
-            let empty = try pingKeyring(["doctor", "--collection", "session"])
+            let empty = try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName])
             #expect(empty.status == 0, "\(empty.output)")
             #expect(empty.output.contains("ok    encryption key     no key yet: one is created on the first encrypted save\n"))
             #expect(try await sessionKeyItems().isEmpty, "the doctor created no key")
 
             // One key, then a damaged one (5 bytes instead of 32): exit 4, with the fix.
-            #expect(try pingKeyring(["save", "--account", account, "--encrypt", "--collection", "session"],
+            #expect(try pingKeyring(["save", "--account", account, "--encrypt", "--collection", Harness.scratchCollectionName],
                                     input: Data("2".utf8)).status == 0)
             let sessionKey = keyID(of: try #require(try SecretTool.lookup(lookup(account))))
             let damagedID = String(repeating: "d", count: 32)
             defer {
                 for key in [sessionKey, damagedID] { try? SecretTool.clear(["xdg:schema": keySchema, "key-id": key]) }
             }
-            #expect(try pingKeyring(["doctor", "--collection", "session"]).output
+            #expect(try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName]).output
                 .contains("ok    encryption key     1 key present (id \(sessionKey))\n"))
             try SecretTool.clear(["xdg:schema": keySchema, "key-id": sessionKey])
             let stored = try run("secret-tool", ["store", "--label=damaged", "--collection=\(sessionCollection)",
                                                  "xdg:schema", keySchema, "key-id", damagedID], input: Data("short".utf8))
             #expect(stored.status == 0, "\(stored.stderr)")
-            let damaged = try pingKeyring(["doctor", "--collection", "session"])
+            let damaged = try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName])
             #expect(damaged.status == 4)
             let lines = damaged.output.split(separator: "\n").map(String.init)
             let failed = try #require(lines.firstIndex { $0.hasPrefix("FAIL  encryption key ") })
@@ -496,7 +499,7 @@ extension Integration {
             #expect(lines[failed + 1].contains("fix: ") && lines[failed + 1].contains("key-id \(damagedID)"))
             #expect(lines.last == "1 check failed (exit status 4).")
             // What an encrypted save then meets: the library's error for that key item, exit 4.
-            let save = try pingKeyring(["save", "--account", account, "--encrypt", "--collection", "session"],
+            let save = try pingKeyring(["save", "--account", account, "--encrypt", "--collection", Harness.scratchCollectionName],
                                        input: Data("3".utf8))
             #expect(save.status == 4)
             #expect(save.stderr.hasPrefix("ping-keyring: error: unsupportedFormat: the encryption key item"), "\(save.stderr)")
@@ -541,23 +544,36 @@ extension Integration {
             try Harness.requireHarness()
             let account = uniqueAccount()
             defer { try? SecretTool.clear(lookup(account)) }
-            let saved = try jsonObject(try pingKeyring(["save", "--account", account, "--collection", "session", "--json"],
+            guard Harness.hasSessionCollection else {
+                // One collection only (KeePassXC, KWallet): --collection by path reaches it, and a
+                // missing alias is a clear error naming it.
+                let path = Harness.defaultCollectionPath
+                let saved = try jsonObject(try pingKeyring(["save", "--account", account, "--collection", path, "--json"],
+                                                           input: Data("1".utf8)))
+                #expect(saved["collection"] as? String == path)
+                #expect(try pingKeyring(["get", "--account", account, "--collection", path]).output == "1\n")
+                let noSession = try pingKeyring(["list", "--collection", "session"])
+                #expect(noSession.status == 3)
+                #expect(noSession.stderr.contains("error: collectionNotFound:") && noSession.stderr.contains(path))
+                return
+            }
+            let saved = try jsonObject(try pingKeyring(["save", "--account", account, "--collection", Harness.scratchCollectionName, "--json"],
                                                        input: Data("1".utf8)))
             #expect(saved["collection"] as? String == "/org/freedesktop/secrets/collection/session")
             #expect(try SecretTool.lookup(lookup(account)) == Data("1".utf8))
             let inSession = try JSONDecoder().decode(
-                ListJSON.self, from: try pingKeyring(["list", "--collection", "session", "--json"]).stdout)
+                ListJSON.self, from: try pingKeyring(["list", "--collection", Harness.scratchCollectionName, "--json"]).stdout)
             #expect(inSession.collection == "/org/freedesktop/secrets/collection/session")
             #expect(inSession.items.contains { $0.account == account })
             let inDefault = try JSONDecoder().decode(ListJSON.self, from: try pingKeyring(["list", "--json"]).stdout)
             #expect(!inDefault.items.contains { $0.account == account })
             #expect(try pingKeyring(["get", "--account", account]).status == 1, "not in the default collection")
-            #expect(try pingKeyring(["get", "--account", account, "--collection", "session"]).output == "1\n")
+            #expect(try pingKeyring(["get", "--account", account, "--collection", Harness.scratchCollectionName]).output == "1\n")
 
             let missing = try pingKeyring(["list", "--collection", "no-such-alias"])
             #expect(missing.status == 3)
             #expect(missing.stderr.contains("error: collectionNotFound:"))
-            #expect(missing.stderr.contains("/org/freedesktop/secrets/collection/login"), "lists the collections")
+            #expect(missing.stderr.contains(Harness.defaultCollectionPath), "lists the collections")
         }
 
         // MARK: doctor
@@ -570,9 +586,9 @@ extension Integration {
             #expect(lines.first == "ping-keyring doctor (collection: alias 'default')")
             let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? "?"
             #expect(lines.contains { $0.hasPrefix("ok    session bus ") && $0.hasSuffix(address) })
-            #expect(lines.contains { $0.hasPrefix("ok    Secret Service ") && $0.contains("GNOME Keyring (gnome-keyring-d, pid ") })
+            #expect(lines.contains { $0.hasPrefix("ok    Secret Service ") && $0.contains("\(Harness.providerDisplayName) (") })
             #expect(lines.contains { $0.hasPrefix("ok    collection ")
-                && $0.hasSuffix("alias 'default' is /org/freedesktop/secrets/collection/login (Login)") })
+                && $0.contains("alias 'default' is \(Harness.defaultCollectionPath)") })
             #expect(lines.contains { $0.hasPrefix("ok    unlocked ") })
             #expect(lines.contains { $0.hasPrefix("ok    transport ") && $0.contains("dh-ietf1024-sha256-aes128-cbc-pkcs7") })
             #expect(lines.contains { $0.hasPrefix("ok    write/read/delete ") })
@@ -586,7 +602,7 @@ extension Integration {
             #expect(json["exitCode"] as? Int == 0)
             #expect(json["busAddress"] as? String == address)
             let provider = try #require(json["provider"] as? [String: Any])
-            #expect(provider["name"] as? String == "GNOME Keyring")
+            #expect(provider["name"] as? String == Harness.providerDisplayName)
             #expect(provider["pid"] as? Int == Int(try run(Harness.ctlPath, ["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
             let checks = try #require(json["checks"] as? [[String: Any]])
             #expect(checks.map { $0["id"] as? String } == ["sessionBus", "provider", "collection", "unlocked", "transport",
@@ -661,7 +677,7 @@ extension Integration {
             let lines = result.output.split(separator: "\n").map(String.init)
             #expect(lines.contains { $0.hasPrefix("ok    collection ") })
             let locked = try #require(lines.firstIndex { $0.hasPrefix("FAIL  unlocked ") })
-            #expect(lines[locked].hasSuffix("/org/freedesktop/secrets/collection/login is locked"))
+            #expect(lines[locked].hasSuffix("\(Harness.defaultCollectionPath) is locked"))
             #expect(lines[locked + 1].contains("fix: unlock the keyring"))
             #expect(lines.contains { $0.hasPrefix("skip  write/read/delete ") }, "no probe (and no prompt) when locked")
             #expect(lines.last == "1 check failed (exit status 3).")

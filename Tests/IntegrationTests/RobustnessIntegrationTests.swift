@@ -62,7 +62,11 @@ extension Integration {
             ]
             for (name, stored) in cases {
                 let account = uniqueAccount("shape")
-                try SecretTool.store(label: name, attributes: lookup(account), secret: stored)
+                if String(data: stored, encoding: .utf8) == nil {
+                    try await SecretTool.storeBinary(label: name, attributes: lookup(account), secret: stored)
+                } else {
+                    try SecretTool.store(label: name, attributes: lookup(account), secret: stored)
+                }
                 let storage = KeychainStorage<TestItem>(account: account)
                 #expect(await keychainError { _ = try await storage.get() }?.kind == "corruptItem", "\(name)")
                 #expect(try SecretTool.lookup(lookup(account)) == stored, "\(name) left as it was")

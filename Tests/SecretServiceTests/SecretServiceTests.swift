@@ -32,6 +32,9 @@ struct ErrorMappingTests {
         #expect(code(GLibError(domain: .io, code: 36, message: "The session wrapping the secret does not exist",
                                remoteName: nil)) == .disconnected)
         #expect(code(GLibError(domain: .io, code: 36, message: "The item does not exist", remoteName: nil)) == .providerError)
+        // libsecret's error when session keys disagree (KWallet): also fixed by a new session.
+        #expect(code(GLibError(domain: .secret, code: 1, message: "Received invalid secret from the secret storage",
+                               remoteName: nil)) == .disconnected)
     }
 
     @Test func remoteNamesMapToTheirCodes() {
