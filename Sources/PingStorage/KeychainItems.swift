@@ -48,7 +48,9 @@ struct KeychainItems: Sendable {
         try validate()
         return try await mapped {
             try await AccountLocks.shared.withLock(lockKey) {
-                if let known = knownItem(), let value = try await readKnown(known) { return value }
+                if let known = knownItem(), let value = try await readKnown(known) {
+                    return try await settled(value, at: known.path)
+                }
                 return try await retryingVanishedItem {
                     let generation = backend.itemGeneration
                     guard let paths = try await findItems() else {
@@ -56,7 +58,7 @@ struct KeychainItems: Sendable {
                         return nil
                     }
                     let target = try await newest(paths)
-                    let value = try await backend.secret(of: target.path)
+                    let value = try await settled(try await backend.secret(of: target.path), at: target.path)
                     remember(target, generation: generation, single: paths.count == 1)
                     return value
                 }
@@ -130,6 +132,15 @@ struct KeychainItems: Sendable {
                 for path in paths { try await backend.deleteItem(path) }
             }
         }
+    }
+
+    /// KeychainStorage never stores an empty value, but KWallet creates an item before it sets
+    /// its secret, so another process can see it empty for a moment: read such an item again
+    /// after a short pause before reporting what it holds.
+    private func settled(_ value: SecretValue, at path: String) async throws -> SecretValue {
+        guard value.bytes.isEmpty else { return value }
+        try await Task.sleep(for: .milliseconds(100))
+        return try await backend.secret(of: path)
     }
 
     // MARK: - The remembered item

@@ -243,11 +243,12 @@ enum LibSecret {
     }
 
     /// Opens a new (unshared) `SecretService` proxy with a transport session. A fresh instance per
-    /// connection is what lets the client recover after the daemon restarts. The corresponding C
-    /// function is `secret_service_open`.
+    /// connection is what lets the client recover after the daemon restarts. It is of our
+    /// subclass (CLibSecret's `clibsecret_service_get_type`), which keeps libsecret 0.20.5 from
+    /// crashing when the provider restarts. The corresponding C function is `secret_service_open`.
     static func serviceOpen(deadline: Deadline) async throws -> Service {
         try await PendingCall<Service>.run(operation: "open a Secret Service session", deadline: deadline) { call in
-            secret_service_open(secret_service_get_type(), nil, SECRET_SERVICE_OPEN_SESSION, call.cancellable.pointer, trampoline,
+            secret_service_open(clibsecret_service_get_type(), nil, SECRET_SERVICE_OPEN_SESSION, call.cancellable.pointer, trampoline,
                                 callbackData { result in
                 var error: UnsafeMutablePointer<GError>?
                 let service = secret_service_open_finish(result, &error)

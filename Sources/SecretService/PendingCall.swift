@@ -19,7 +19,7 @@ final class PendingCall<Value: Sendable>: Sendable {
     let cancellable: GObjectOwner<GCancellable>
 
     init() {
-        cancellable = GObjectOwner(adopting: g_cancellable_new(), releaseOnLoop: false)
+        cancellable = GObjectOwner(adopting: g_cancellable_new())
     }
 
     /// Whether the call has already ended (its result is no longer wanted).

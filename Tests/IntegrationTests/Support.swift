@@ -63,6 +63,29 @@ enum Harness {
         }
     }
 
+    /// Waits until the provider has written what it acknowledged to disk. KeePassXC and KWallet
+    /// save a moment after a change, and lose it when killed before (gnome-keyring writes before
+    /// it answers). Tests that kill the provider after a save call this first.
+    static func waitUntilPersisted() async throws {
+        guard provider != "gnome-keyring" else { return }
+        func stamp() -> Date? {
+            (try? FileManager.default.attributesOfItem(atPath: storageFile.path))?[.modificationDate] as? Date
+        }
+        var last = stamp()
+        var quietSince = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            let now = stamp()
+            if now != last {
+                last = now
+                quietSince = .now
+            } else if ContinuousClock.now - quietSince > .milliseconds(1200) {
+                return
+            }
+        }
+    }
+
     /// The file the provider keeps the default collection in (rewritten on every write).
     static var storageFile: URL {
         let environment = ProcessInfo.processInfo.environment
@@ -216,7 +239,11 @@ enum SecretTool {
             if result.stderr.contains("does not contain a textual password") {
                 // KWallet and KeePassXC keep binary content types, which secret-tool will not
                 // print; dbus-test/secret-bytes reads them through libsecret's Python binding.
-                let bytes = try retryingRejectedKeys { try run(Harness.dbusTestDirectory + "/secret-bytes", flatten(attributes)) }
+                var bytes = try retryingRejectedKeys { try run(Harness.dbusTestDirectory + "/secret-bytes", flatten(attributes)) }
+                // KWallet's silent session-key mismatch looks like "no item" here too: ask again.
+                for _ in 0..<2 where bytes.status == 1 && bytes.stderr.isEmpty {
+                    bytes = try retryingRejectedKeys { try run(Harness.dbusTestDirectory + "/secret-bytes", flatten(attributes)) }
+                }
                 guard bytes.status == 0 else { throw HarnessError("secret-bytes failed: \(bytes.stderr)") }
                 return bytes.stdout
             }
