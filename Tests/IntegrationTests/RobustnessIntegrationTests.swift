@@ -110,30 +110,7 @@ final class BackgroundProcess: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var emptyMask = sigset_t(), defaults = sigset_t()
-        sigemptyset(&emptyMask)
-        sigfillset(&defaults)
-        posix_spawnattr_setsigmask(&attributes, &emptyMask)
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: pid_t = 0
-        let pointers = argv.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
-        let envStrings = environment.map { $0.map { "\($0.key)=\($0.value)" } }
-        let envPointers = envStrings.map { $0.map { strdup($0) } + [nil] }
-        defer { envPointers?.forEach { free($0) } }
-        let status = pointers.withUnsafeBufferPointer { argvBuffer in
-            if let envPointers {
-                return envPointers.withUnsafeBufferPointer {
-                    posix_spawnp(&pid, argv[0], &actions, &attributes, argvBuffer.baseAddress!, $0.baseAddress!)
-                }
-            }
-            return posix_spawnp(&pid, argv[0], &actions, &attributes, argvBuffer.baseAddress!, environ)
-        }
-        guard status == 0 else { throw HarnessError("cannot start \(argv[0]): errno \(status)") }
+        let pid = try spawnWithCleanSignals(argv, environment: environment, actions: &actions)
         self.pid = pid
     }
 

@@ -130,29 +130,15 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
     posix_spawn_file_actions_adddup2(&actions, stderrPipe[1], 2)
     for fd in stdinPipe + stdoutPipe + stderrPipe { posix_spawn_file_actions_addclose(&actions, fd) }
 
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var emptyMask = sigset_t(), defaults = sigset_t()
-    sigemptyset(&emptyMask)
-    sigfillset(&defaults)
-    posix_spawnattr_setsigmask(&attributes, &emptyMask)
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
+    let pid: pid_t
+    do {
+        pid = try spawnWithCleanSignals([program] + arguments, environment: environment, actions: &actions)
+    } catch {
+        for fd in stdinPipe + stdoutPipe + stderrPipe { close(fd) }
+        throw error
+    }
     let argv = [program] + arguments
-    let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-    var pid: pid_t = 0
-    let status = withCStrings(argv) { argvPointer in
-        withCStrings(env) { envPointer in
-            posix_spawnp(&pid, program, &actions, &attributes, argvPointer, envPointer)
-        }
-    }
     close(stdinPipe[0]); close(stdoutPipe[1]); close(stderrPipe[1])
-    guard status == 0 else {
-        close(stdinPipe[1]); close(stdoutPipe[0]); close(stderrPipe[0])
-        throw HarnessError("cannot start \(program): errno \(status)")
-    }
     let stdinHandle = FileHandle(fileDescriptor: stdinPipe[1], closeOnDealloc: true)
     if let input { try? stdinHandle.write(contentsOf: input) }
     try? stdinHandle.close()
@@ -179,6 +165,30 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
     let exitStatus: Int32 = (waitStatus & 0x7f) == 0 ? (waitStatus >> 8) & 0xff : 128 + (waitStatus & 0x7f)
     return ProcessResult(status: exitStatus, stdout: collected.stdout,
                          stderr: String(decoding: collected.stderr, as: UTF8.self))
+}
+
+/// Starts `argv` with posix_spawnp, an empty signal mask and default signal handlers (see
+/// `run`), with the given file actions; returns its PID.
+func spawnWithCleanSignals(_ argv: [String], environment: [String: String]?,
+                           actions: inout posix_spawn_file_actions_t) throws -> pid_t {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var emptyMask = sigset_t(), defaults = sigset_t()
+    sigemptyset(&emptyMask)
+    sigfillset(&defaults)
+    posix_spawnattr_setsigmask(&attributes, &emptyMask)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let env = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+    var pid: pid_t = 0
+    let status = withCStrings(argv) { argvPointer in
+        withCStrings(env) { envPointer in
+            posix_spawnp(&pid, argv[0], &actions, &attributes, argvPointer, envPointer)
+        }
+    }
+    guard status == 0 else { throw HarnessError("cannot start \(argv[0]): errno \(status)") }
+    return pid
 }
 
 private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> R) -> R {
