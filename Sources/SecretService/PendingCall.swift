@@ -75,11 +75,13 @@ final class PendingCall<Value: Sendable>: Sendable {
                     call.finish(.failure(SecretServiceError.timedOut(operation, after: deadline.timeout)))
                     return
                 }
-                GLibLoop.shared.perform { [weak call] in
-                    guard let call, !call.isFinished else { return }
+                GLibLoop.shared.perform {
+                    guard !call.isFinished else { return }
                     // The timer runs on the loop; the loop never blocks, so it always fires on time.
-                    let handle = GLibLoop.shared.addTimeout(after: remaining) { [weak call] in
-                        call?.finish(.failure(SecretServiceError.timedOut(operation, after: deadline.timeout)))
+                    // It holds the call strongly (no weak reference: those allocate a side table per
+                    // call); `finish` cancels the timer, which releases it.
+                    let handle = GLibLoop.shared.addTimeout(after: remaining) {
+                        call.finish(.failure(SecretServiceError.timedOut(operation, after: deadline.timeout)))
                     }
                     call.timeout.withLock { $0 = handle }
                     start(call)
