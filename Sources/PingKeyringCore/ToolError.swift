@@ -87,22 +87,10 @@ struct ToolError: Error, Equatable, Sendable {
         }
     }
 
-    /// The library's mapping of client errors to ``KeychainError`` (`KeychainError.from`, which is
-    /// internal to PingStorage), for the commands that talk to the Secret Service directly
-    /// (`list`, `doctor`): the same kinds and the same messages with their hints.
+    /// The library's mapping of client errors to ``KeychainError``, for the commands that talk to
+    /// the Secret Service directly (`list`, `doctor`): the same kinds and the same messages.
     static func keychainError(from error: SecretServiceError) -> KeychainError {
-        let message = error.description
-        switch error.code {
-        case .noSessionBus: return .noSessionBus(message)
-        case .noSecretService, .disconnected: return .noSecretService(message)
-        case .collectionNotFound: return .collectionNotFound(message)
-        case .locked: return .locked(message)
-        case .promptDismissed: return .promptDismissed(message)
-        case .timedOut: return .timedOut(message)
-        case .invalidArgument: return .invalidArgument(message)
-        case .insecureTransport: return .insecureTransport(message)
-        default: return .providerError(dbusErrorName: error.dbusErrorName, message: message)
-        }
+        KeychainError(error)
     }
 
     /// `{"error": {"kind", "message", "exitCode"}}`.

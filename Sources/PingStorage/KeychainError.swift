@@ -56,21 +56,28 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
 }
 
 extension KeychainError {
-    /// The one mapping from the Secret Service client's errors. `CancellationError` and errors of
-    /// other layers pass through unchanged.
-    static func from(_ error: any Error) -> any Error {
-        guard let error = error as? SecretServiceError else { return error }
+    /// The ``KeychainError`` a Secret Service client error stands for, with its message (what
+    /// happened and what to do): the one mapping between the two layers, for code that uses
+    /// `SecretServiceClient` directly and wants KeychainStorage's errors.
+    public init(_ error: SecretServiceError) {
         let message = "\(error.operation): \(error.message)"
         switch error.code {
-        case .noSessionBus: return KeychainError.noSessionBus(message)
-        case .noSecretService, .disconnected: return KeychainError.noSecretService(message)
-        case .collectionNotFound: return KeychainError.collectionNotFound(message)
-        case .locked: return KeychainError.locked(message)
-        case .promptDismissed: return KeychainError.promptDismissed(message)
-        case .timedOut: return KeychainError.timedOut(message)
-        case .invalidArgument: return KeychainError.invalidArgument(message)
-        case .insecureTransport: return KeychainError.insecureTransport(message)
-        default: return KeychainError.providerError(dbusErrorName: error.dbusErrorName, message: message)
+        case .noSessionBus: self = .noSessionBus(message)
+        case .noSecretService, .disconnected: self = .noSecretService(message)
+        case .collectionNotFound: self = .collectionNotFound(message)
+        case .locked: self = .locked(message)
+        case .promptDismissed: self = .promptDismissed(message)
+        case .timedOut: self = .timedOut(message)
+        case .invalidArgument: self = .invalidArgument(message)
+        case .insecureTransport: self = .insecureTransport(message)
+        default: self = .providerError(dbusErrorName: error.dbusErrorName, message: message)
         }
+    }
+
+    /// Maps Secret Service client errors; `CancellationError` and errors of other layers pass
+    /// through unchanged.
+    static func from(_ error: any Error) -> any Error {
+        guard let error = error as? SecretServiceError else { return error }
+        return KeychainError(error)
     }
 }

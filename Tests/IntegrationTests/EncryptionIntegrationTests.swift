@@ -23,8 +23,11 @@ extension Integration {
             try await storage.save(item: tokens)
             #expect(try await storage.get() == tokens)
             // Read every secret of every item through libsecret's own client and look for the tokens.
-            let dump = try run("secret-tool", ["search", "--all", "--unlock", "service", KeychainConfiguration.defaultService]).stdout
-                + (try run("secret-tool", ["search", "--all", "--unlock", "xdg:schema", "com.pingidentity.PingStorage.SecuredKey"]).stdout)
+            let dump = try SecretTool.retryingRejectedKeys {
+                try run("secret-tool", ["search", "--all", "--unlock", "service", KeychainConfiguration.defaultService])
+            }.stdout + (try SecretTool.retryingRejectedKeys {
+                try run("secret-tool", ["search", "--all", "--unlock", "xdg:schema", "com.pingidentity.PingStorage.SecuredKey"])
+            }.stdout)
             #expect(!dump.isEmpty)
             for secret in [tokens.accessToken, tokens.refreshToken, tokens.idToken] {
                 #expect(dump.range(of: Data(secret.utf8)) == nil, "\(secret.prefix(7)) must not appear in clear")

@@ -486,8 +486,8 @@ extension Integration {
             #expect(try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName]).output
                 .contains("ok    encryption key     1 key present (id \(sessionKey))\n"))
             try SecretTool.clear(["xdg:schema": keySchema, "key-id": sessionKey])
-            let stored = try run("secret-tool", ["store", "--label=damaged", "--collection=\(sessionCollection)",
-                                                 "xdg:schema", keySchema, "key-id", damagedID], input: Data("short".utf8))
+            let stored = try SecretTool.retryingRejectedKeys { try run("secret-tool", ["store", "--label=damaged", "--collection=\(sessionCollection)",
+                                                 "xdg:schema", keySchema, "key-id", damagedID], input: Data("short".utf8)) }
             #expect(stored.status == 0, "\(stored.stderr)")
             let damaged = try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName])
             #expect(damaged.status == 4)

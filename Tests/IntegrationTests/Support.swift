@@ -224,11 +224,15 @@ enum SecretTool {
             secret: SecretValue(bytes: secret, contentType: "application/octet-stream"), replacing: true)
     }
 
-    /// libsecret's own clients fail about one session in 256 against KWallet ("Client public key
-    /// size is invalid"; PingStorage retries that itself): the test's reference clients retry too.
+    /// libsecret's own clients fail about one session in 100 against KWallet ("Client public key
+    /// size is invalid", or keys that disagree: "Can't find session"; PingStorage handles both
+    /// itself): the test's reference clients retry too.
     static func retryingRejectedKeys(_ body: () throws -> ProcessResult) throws -> ProcessResult {
         var result = try body()
-        for _ in 0..<4 where result.stderr.contains("public key size is invalid") { result = try body() }
+        for _ in 0..<4 where result.stderr.contains("public key size is invalid")
+            || result.stderr.contains("Can't find session") {
+            result = try body()
+        }
         return result
     }
 
@@ -303,7 +307,7 @@ enum SecretTool {
     }
 
     static func clear(_ attributes: [String: String]) throws {
-        try run("secret-tool", ["clear"] + flatten(attributes))
+        _ = try retryingRejectedKeys { try run("secret-tool", ["clear"] + flatten(attributes)) }
     }
 
     private static func flatten(_ attributes: [String: String]) -> [String] {
