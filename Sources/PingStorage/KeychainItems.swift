@@ -91,7 +91,7 @@ struct KeychainItems: Sendable {
                     var target = try await newest(paths)
                     let wanted = target.attributes.merging(itemAttributes) { $1 }
                     let current = try await backend.secret(of: target.path)
-                    if current.bytes != value.bytes || current.contentType != value.contentType {
+                    if current.bytes != value.bytes {
                         try await backend.setSecret(value, of: target.path)
                     }
                     if !isComplete(target) {
@@ -187,7 +187,9 @@ struct KeychainItems: Sendable {
         do {
             let current = try await backend.secret(of: known.path)
             guard backend.itemGeneration == known.generation else { return false }
-            if current.bytes == value.bytes && current.contentType == value.contentType { return true }
+            // Bytes only: the content type follows from them, and gnome-keyring reports every secret
+            // as text/plain, so comparing types would rewrite unchanged binary values every time.
+            if current.bytes == value.bytes { return true }
             try await backend.setSecret(value, of: known.path)
             return true
         } catch let error as SecretServiceError where error.code == .itemNotFound {

@@ -186,7 +186,8 @@ struct RawProperties: Sendable {
     var locked: Bool?
     var created: UInt64?
     var modified: UInt64?
-    var objectPaths: [String: [String]] = [:]
+    /// The service's `Collections` property.
+    var collections: [String]?
 }
 
 private func parseProperties(_ reply: OpaquePointer) -> RawProperties {
@@ -202,17 +203,15 @@ private func parseProperties(_ reply: OpaquePointer) -> RawProperties {
     if let value = lookup("Locked", "b") { properties.locked = g_variant_get_boolean(value) != 0; g_variant_unref(value) }
     if let value = lookup("Created", "t") { properties.created = UInt64(g_variant_get_uint64(value)); g_variant_unref(value) }
     if let value = lookup("Modified", "t") { properties.modified = UInt64(g_variant_get_uint64(value)); g_variant_unref(value) }
-    for key in ["Collections", "Items"] {
-        if let value = lookup(key, "ao") {
-            var paths: [String] = []
-            for index in 0..<g_variant_n_children(value) {
-                let child = g_variant_get_child_value(value, index)!
-                paths.append(stringValue(child))
-                g_variant_unref(child)
-            }
-            properties.objectPaths[key] = paths
-            g_variant_unref(value)
+    if let value = lookup("Collections", "ao") {
+        var paths: [String] = []
+        for index in 0..<g_variant_n_children(value) {
+            let child = g_variant_get_child_value(value, index)!
+            paths.append(stringValue(child))
+            g_variant_unref(child)
         }
+        properties.collections = paths
+        g_variant_unref(value)
     }
     return properties
 }
@@ -418,31 +417,6 @@ enum LibSecret {
         }
     }
 
-    /// The item's attributes and label as the proxy last saw them (no D-Bus traffic).
-    static func cachedItemProperties(_ item: Item) async -> (label: String, attributes: [String: String]) {
-        await withCheckedContinuation { continuation in
-            GLibLoop.shared.perform {
-                let label = secret_item_get_label(item.pointer)
-                defer { g_free(label) }
-                var attributes: [String: String] = [:]
-                if let table = secret_item_get_attributes(item.pointer) {
-                    defer { g_hash_table_unref(table) }
-                    var iterator = GHashTableIter()
-                    g_hash_table_iter_init(&iterator, table)
-                    var key: gpointer?
-                    var value: gpointer?
-                    while g_hash_table_iter_next(&iterator, &key, &value) != 0 {
-                        if let key, let value {
-                            attributes[String(cString: key.assumingMemoryBound(to: CChar.self))] =
-                                String(cString: value.assumingMemoryBound(to: CChar.self))
-                        }
-                    }
-                }
-                continuation.resume(returning: (label.map { String(cString: $0) } ?? "", attributes))
-            }
-        }
-    }
-
     /// Creates an item (CreateItem; with `replace`, the provider replaces an item with exactly the
     /// same attributes instead of adding a second one). Returns the new item's path. The
     /// corresponding C function is `secret_service_create_item_dbus_path`.
@@ -504,51 +478,52 @@ enum LibSecret {
         }
     }
 
-    /// The process ID of the connection owning `name` on the bus
-    /// (`org.freedesktop.DBus.GetConnectionUnixProcessID`). The corresponding C function is
-    /// `g_dbus_connection_call`.
-    static func processID(_ service: Service, owning name: String, deadline: Deadline) async throws -> UInt32 {
-        try await PendingCall<UInt32>.run(operation: "identify the provider", deadline: deadline) { call in
+    /// Calls a D-Bus method with one string argument on the provider's connection and parses the
+    /// reply on the loop thread (the reply is released afterwards). `destination` nil means the
+    /// Secret Service itself. The corresponding C function is `g_dbus_connection_call`.
+    private static func callMethod<Value: Sendable>(
+        _ service: Service, operation: String, destination: String? = nil, path: String, interface: String,
+        method: String, argument: String, replyType: StaticString, deadline: Deadline,
+        parse: @escaping @Sendable (OpaquePointer) -> Value
+    ) async throws -> Value {
+        try await PendingCall<Value>.run(operation: operation, deadline: deadline) { call in
             let proxy = clibsecret_service_as_proxy(service.pointer)
-            var arguments: [OpaquePointer?] = [stringVariant(name)]
+            let connection = g_dbus_proxy_get_connection(proxy)
+            var arguments: [OpaquePointer?] = [stringVariant(argument)]
             let parameters = arguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
             g_dbus_connection_call(
-                g_dbus_proxy_get_connection(proxy), "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                "org.freedesktop.DBus", "GetConnectionUnixProcessID", parameters, variantType("(u)"),
-                G_DBUS_CALL_FLAGS_NONE, Int32.max, call.cancellable.pointer, trampoline, callbackData { result in
+                connection, destination ?? g_dbus_proxy_get_name(proxy).map { String(cString: $0) }, path,
+                interface, method, parameters, variantType(replyType), G_DBUS_CALL_FLAGS_NONE, Int32.max,
+                call.cancellable.pointer, trampoline, callbackData { result in
                     var error: UnsafeMutablePointer<GError>?
-                    let reply = g_dbus_connection_call_finish(g_dbus_proxy_get_connection(proxy), result, &error)
+                    let reply = g_dbus_connection_call_finish(connection, result, &error)
                     defer { if let reply { g_variant_unref(reply) } }
-                    var pid: UInt32?
-                    if let reply, let child = g_variant_get_child_value(reply, 0) {
-                        pid = UInt32(g_variant_get_uint32(child))
-                        g_variant_unref(child)
-                    }
-                    complete(call, pid, error)
+                    complete(call, reply.map(parse), error)
                 })
         }
     }
 
+    /// The process ID of the connection owning `name` on the bus
+    /// (`org.freedesktop.DBus.GetConnectionUnixProcessID`).
+    static func processID(_ service: Service, owning name: String, deadline: Deadline) async throws -> UInt32 {
+        try await callMethod(
+            service, operation: "identify the provider", destination: "org.freedesktop.DBus",
+            path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus", method: "GetConnectionUnixProcessID",
+            argument: name, replyType: "(u)", deadline: deadline
+        ) { reply in
+            let child = g_variant_get_child_value(reply, 0)!
+            defer { g_variant_unref(child) }
+            return UInt32(g_variant_get_uint32(child))
+        }
+    }
+
     /// All properties of an object (`org.freedesktop.DBus.Properties.GetAll`), read fresh from the
-    /// provider rather than from a proxy's cache. The corresponding C function is
-    /// `g_dbus_connection_call`.
+    /// provider rather than from a proxy's cache.
     static func properties(
         _ service: Service, path: String, interface: String, deadline: Deadline
     ) async throws -> RawProperties {
-        try await PendingCall<RawProperties>.run(operation: "read properties", deadline: deadline) { call in
-            let proxy = clibsecret_service_as_proxy(service.pointer)
-            var arguments: [OpaquePointer?] = [stringVariant(interface)]
-            let parameters = arguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
-            g_dbus_connection_call(
-                g_dbus_proxy_get_connection(proxy), g_dbus_proxy_get_name(proxy), path,
-                "org.freedesktop.DBus.Properties", "GetAll", parameters, variantType("(a{sv})"),
-                G_DBUS_CALL_FLAGS_NONE, Int32.max, call.cancellable.pointer, trampoline, callbackData { result in
-                    var error: UnsafeMutablePointer<GError>?
-                    let connection = g_dbus_proxy_get_connection(proxy)
-                    let reply = g_dbus_connection_call_finish(connection, result, &error)
-                    defer { if let reply { g_variant_unref(reply) } }
-                    complete(call, reply.map(parseProperties), error)
-                })
-        }
+        try await callMethod(
+            service, operation: "read properties", path: path, interface: "org.freedesktop.DBus.Properties",
+            method: "GetAll", argument: interface, replyType: "(a{sv})", deadline: deadline, parse: parseProperties)
     }
 }

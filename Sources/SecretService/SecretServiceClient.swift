@@ -471,7 +471,7 @@ public struct SecretServiceClient: Sendable {
             connection.service, path: "/org/freedesktop/secrets", interface: "org.freedesktop.Secret.Service",
             deadline: deadline)
         var collections: [SecretCollectionInfo] = []
-        for path in service.objectPaths["Collections"] ?? [] {
+        for path in service.collections ?? [] {
             let properties = try await LibSecret.properties(
                 connection.service, path: path, interface: "org.freedesktop.Secret.Collection", deadline: deadline)
             collections.append(SecretCollectionInfo(path: path, label: properties.label ?? "", isLocked: properties.locked ?? false))

@@ -65,6 +65,26 @@ struct FastPathTests {
         #expect(try await keychain.get() == "changed")
     }
 
+    @Test func anUnchangedBinaryValueIsNotRewrittenWhenTheProviderReportsItAsText() async throws {
+        // gnome-keyring keeps no content types and reports every secret as text/plain.
+        struct Binary: Encryptor {
+            func encrypt(data: Data) async throws -> Data { Data([0, 0xFF]) + data }
+            func decrypt(data: Data) async throws -> Data { data.dropFirst(2) }
+        }
+        let fake = FakeSecretService()
+        let keychain = KeychainStorage<String>(account: "acct", encryptor: Binary(), cacheStrategy: .NO_CACHE,
+                                               configuration: KeychainConfiguration(), backend: fake)
+        try await keychain.save(item: "same")
+        fake.state.withLock { state in
+            for path in state.items.keys { state.items[path]!.secret.contentType = "text/plain" }
+        }
+        let writes = fake.writes
+        try await keychain.save(item: "same")
+        try await keychain.save(item: "same")
+        #expect(fake.writes == writes, "the same bytes are not written again")
+        #expect(try await keychain.get() == "same")
+    }
+
     @Test func savingTheStoredValueStillCollapsesDuplicates() async throws {
         let fake = FakeSecretService()
         _ = fake.seed(attributes: lookupAttributes, secret: #""same""#, modifiedOffset: -5)
