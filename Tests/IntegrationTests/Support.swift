@@ -291,15 +291,25 @@ enum SecretTool {
             attributeBlocks[attributeBlocks.count - 1][parts[0]] = parts.count > 1 ? parts[1] : ""
         }
         var index = -1
+        // A binary secret is printed raw and can contain anything, "\n[" included: everything
+        // from "secret = " up to the "created = " line that follows it belongs to the secret.
+        var inSecret = false
         for line in out {
-            if line.hasPrefix("[") {
+            if inSecret {
+                guard line.hasPrefix("created = ") else { continue }
+                inSecret = false
+            }
+            if line.hasPrefix("[") && line.hasSuffix("]") {
                 index += 1
                 items.append(Item(path: String(line.dropFirst().dropLast()), label: "",
                                   attributes: index < attributeBlocks.count ? attributeBlocks[index] : [:], secret: ""))
             }
             guard index >= 0 else { continue }
             if line.hasPrefix("label = ") { items[index].label = String(line.dropFirst("label = ".count)) }
-            if line.hasPrefix("secret = ") { items[index].secret = String(line.dropFirst("secret = ".count)) }
+            if line.hasPrefix("secret = ") {
+                items[index].secret = String(line.dropFirst("secret = ".count))
+                inSecret = true
+            }
             // secret-tool shows the xdg:schema attribute as its own "schema = …" line.
             if line.hasPrefix("schema = ") { items[index].attributes["xdg:schema"] = String(line.dropFirst("schema = ".count)) }
         }
