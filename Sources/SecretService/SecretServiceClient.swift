@@ -132,7 +132,7 @@ public struct SecretSearchResult: Sendable, Hashable {
 ///
 /// All clients in a process share one D-Bus connection and one transport session, opened on first
 /// use and reopened by itself after the provider restarts (a call that meets a stale connection is
-/// retried once on a new one). libsecret runs on a thread the library owns: no call blocks Swift's
+/// retried on a new one, twice at most). libsecret runs on a thread the library owns: no call blocks Swift's
 /// cooperative thread pool, and every call ends by ``Options/timeout`` — prompts included — with a
 /// result, a ``SecretServiceError``, or `CancellationError` when its Task is cancelled.
 ///
@@ -398,7 +398,8 @@ public struct SecretServiceClient: Sendable {
     // MARK: - Internals
 
     /// Runs `body` with the shared connection and this client's deadline; maps errors; retries
-    /// once on a fresh connection when the provider went away under us.
+    /// on a fresh connection (twice at most, within the same deadline) when the provider went
+    /// away under us or forgot our session.
     private func perform<Value: Sendable>(
         _ operation: String, checkTransport: Bool = true,
         _ body: (ServiceConnection, Deadline) async throws -> Value
@@ -428,7 +429,9 @@ public struct SecretServiceClient: Sendable {
                 }
                 if let serviceError = mapped as? SecretServiceError, serviceError.code == .disconnected {
                     ConnectionManager.shared.invalidate(connection)
-                    if attempt == 1 { continue }
+                    // Up to two new connections: a restarted provider needs one; KWallet's faulty
+                    // DH exchanges occasionally spoil a fresh session too.
+                    if attempt < 3 { continue }
                 }
                 throw mapped
             }
