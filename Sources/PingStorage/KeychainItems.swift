@@ -77,15 +77,7 @@ struct KeychainItems: Sendable {
                 try await retryingVanishedItem {
                     let generation = backend.itemGeneration
                     guard let paths = try await findItems() else {
-                        let path = try await backend.createItem(
-                            in: configuration.collection, label: label, attributes: itemAttributes,
-                            secret: value, replacing: true)
-                        // Our own ItemCreated arrives before the reply to CreateItem: if the
-                        // generation moved by exactly one, nothing else was created or deleted
-                        // meanwhile and the new item is the account's only one.
-                        if backend.itemGeneration == generation + 1 {
-                            backend.knownItems[lockKey] = KnownItem(path: path, generation: generation + 1, isComplete: true)
-                        }
+                        try await create(value)
                         return
                     }
                     var target = try await newest(paths)
@@ -95,14 +87,7 @@ struct KeychainItems: Sendable {
                         try await backend.setSecret(value, of: target.path)
                     }
                     if !isComplete(target) {
-                        do {
-                            try await backend.updateItem(
-                                target.path, label: target.label == label ? nil : label,
-                                attributes: wanted == target.attributes ? nil : wanted)
-                        } catch let error as SecretServiceError where error.code == .providerError {
-                            // Best effort: some providers refuse attribute changes (KeePassXC
-                            // answers InvalidArgs). The item is still found by service+account.
-                        }
+                        try await complete(target, wanted: wanted)
                         target.label = label
                         target.attributes = wanted
                     }
@@ -133,6 +118,58 @@ struct KeychainItems: Sendable {
             }
         }
     }
+
+    /// Creates the account's item, then makes sure it is the only one.
+    ///
+    /// Not `CreateItem(replace: true)`: KeePassXC 2.7.4 answers a replace of an item that another
+    /// D-Bus client created with an access dialog that never completes headless (and stops
+    /// answering SIGTERM while it is open), and two processes creating the same account at once
+    /// are exactly that case. So the item is created without replace, the account searched again,
+    /// and duplicates that a concurrent creator left are collapsed onto the one every process
+    /// picks alike (``isOlder``), so racing processes converge on one item instead of each
+    /// deleting the other's.
+    private func create(_ value: SecretValue) async throws {
+        let path = try await backend.createItem(
+            in: configuration.collection, label: label, attributes: itemAttributes,
+            secret: value, replacing: false)
+        let generation = backend.itemGeneration
+        guard let paths = try await findItems() else { return }  // deleted meanwhile by another client
+        if paths == [path] {
+            backend.knownItems[lockKey] = KnownItem(path: path, generation: generation, isComplete: true)
+            return
+        }
+        let target = try await newest(paths)
+        for duplicate in paths where duplicate != target.path {
+            try await backend.deleteItem(duplicate)
+        }
+    }
+
+    /// Gives an item another tool wrote our label and attributes, best effort: the item is found by
+    /// service and account either way.
+    private func complete(_ item: SecretItemInfo, wanted: [String: String]) async throws {
+        let newLabel = item.label == label ? nil : label
+        do {
+            try await backend.updateItem(item.path, label: newLabel, attributes: wanted == item.attributes ? nil : wanted)
+        } catch let error as SecretServiceError where error.code == .providerError {
+            // KeePassXC publishes attributes of its own that it refuses to be written back
+            // (InvalidArgs): try once more without them, then give up on the attributes.
+            let writable = wanted.filter { !Self.providerOwnedAttributes.contains($0.key) }
+            do {
+                try await backend.updateItem(item.path, label: newLabel, attributes: writable)
+            } catch let error as SecretServiceError where error.code == .providerError {
+                guard let newLabel else { return }
+                do {
+                    try await backend.updateItem(item.path, label: newLabel, attributes: nil)
+                } catch let error as SecretServiceError where error.code == .providerError {
+                    // The provider keeps the other tool's label; nothing depends on it.
+                }
+            }
+        }
+    }
+
+    /// Attributes KeePassXC computes for every item and refuses in a write (its `Uuid`, `Path`
+    /// and `TOTP`); setting attributes there merges, so leaving them out loses nothing.
+    static let providerOwnedAttributes: Set<String> = ["Uuid", "Path", "TOTP"]
 
     /// KeychainStorage never stores an empty value, but KWallet creates an item before it sets
     /// its secret, so another process can see it empty for a moment: read such an item again

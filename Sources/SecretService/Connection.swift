@@ -16,6 +16,24 @@ public enum ItemChanges {
     static func advance() { counter.add(1, ordering: .releasing) }
 }
 
+/// A process-wide counter of changes of the provider: it advances whenever the bus reports that
+/// `org.freedesktop.secrets` got a new owner or lost it (`NameOwnerChanged`).
+///
+/// GDBus proxies follow a well-known name to its new owner, so after a provider restart an old
+/// connection keeps working for calls that need no session (searches, properties, deletes) and
+/// fails only where the session matters — and some providers fail those badly: KeePassXC answers
+/// with a prompt that it then dismisses (`NoSession` in its log), which libsecret 0.20.5 never
+/// reports back, so the call would wait for its deadline. A connection is therefore dropped as
+/// soon as the provider changed, before it is used again, rather than after a call failed.
+enum ProviderChanges {
+    private static let counter = Atomic<UInt64>(1)
+
+    /// The current value. Cheap (one atomic load); never blocks.
+    static var epoch: UInt64 { counter.load(ordering: .acquiring) }
+
+    static func advance() { counter.add(1, ordering: .releasing) }
+}
+
 /// One live connection to the Secret Service: a `SecretService` proxy with its transport session,
 /// plus what was learned through it (alias paths, item proxies). Dropped as a whole when the
 /// provider goes away, so nothing stale survives a daemon restart.
@@ -25,17 +43,26 @@ final class ServiceConnection: Sendable {
     let transportAlgorithm: String
     /// The provider process (its unique bus name) this connection's session belongs to.
     let owner: String?
-    /// Keeps ``ItemChanges`` current while this connection lives.
+    /// Keeps ``ItemChanges`` and ``ProviderChanges`` current while this connection lives.
     let subscription: SignalSubscription
+    /// ``ProviderChanges/epoch`` when the connection was opened: once it moves, the connection is
+    /// not used for new calls.
+    let providerEpoch: UInt64
     private let aliases = Locked<[String: String]>([:])
     private let itemProxies = Locked<[String: LibSecret.Item]>([:])
 
-    init(service: LibSecret.Service, transportAlgorithm: String, owner: String?, subscription: SignalSubscription) {
+    init(service: LibSecret.Service, transportAlgorithm: String, owner: String?, subscription: SignalSubscription,
+         providerEpoch: UInt64) {
         self.service = service
         self.transportAlgorithm = transportAlgorithm
         self.owner = owner
         self.subscription = subscription
+        self.providerEpoch = providerEpoch
     }
+
+    /// Whether the bus has reported a new owner (or none) for the provider's name since this
+    /// connection was opened.
+    var isOutdated: Bool { providerEpoch != ProviderChanges.epoch }
 
     /// Whether the provider this connection talked to has gone (exited, restarted, replaced).
     /// libsecret strips the D-Bus error name from most errors, so after a failed call this is how
@@ -78,10 +105,15 @@ final class ConnectionManager: Sendable {
     }
     private let state = Locked(State())
 
-    /// The current connection, opening one if needed.
+    /// The current connection, opening one if needed (also when the provider changed since the
+    /// current one was opened).
     func connection(deadline: Deadline) async throws -> ServiceConnection {
         let (connection, task) = state.withLock { state -> (ServiceConnection?, Task<ServiceConnection, any Error>?) in
-            if let connected = state.connected { return (connected, nil) }
+            if let connected = state.connected {
+                if !connected.isOutdated { return (connected, nil) }
+                state.connected = nil
+                ItemChanges.advance()
+            }
             if let connecting = state.connecting { return (nil, connecting) }
             let task = Task { try await Self.open(deadline: deadline) }
             state.connecting = task
@@ -120,6 +152,9 @@ final class ConnectionManager: Sendable {
     }
 
     private static func open(deadline: Deadline) async throws -> ServiceConnection {
+        // Read before anything is opened: a provider change during the opening makes the new
+        // connection outdated at once (opened again on first use) rather than missed.
+        let epoch = ProviderChanges.epoch
         do {
             try await LibSecret.busGet(deadline: deadline)
         } catch {
@@ -137,10 +172,10 @@ final class ConnectionManager: Sendable {
                 algorithm = await LibSecret.sessionAlgorithms(service)
             }
             let owner = await LibSecret.nameOwner(service)
-            let subscription = await LibSecret.subscribeToItemChanges(service)
+            let subscription = await LibSecret.subscribeToChanges(service)
             ItemChanges.advance()
             return ServiceConnection(service: service, transportAlgorithm: algorithm, owner: owner,
-                                     subscription: subscription)
+                                     subscription: subscription, providerEpoch: epoch)
         } catch {
             throw SecretServiceError.from(error, operation: "open a Secret Service session", phase: .openingSession)
         }

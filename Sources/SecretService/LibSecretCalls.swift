@@ -40,22 +40,23 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> GLibError {
     return copied
 }
 
-/// A signal subscription, cancelled (on the loop thread) when released.
+/// Signal subscriptions on one D-Bus connection, removed (on the loop thread) when released.
 ///
 /// `@unchecked Sendable`: the connection pointer is only used on the loop thread, in `deinit`.
 final class SignalSubscription: @unchecked Sendable {
     private let connection: OpaquePointer
-    private let id: guint
+    private let ids: [guint]
 
-    init(connection: OpaquePointer, id: guint) {
+    /// Takes one reference to `connection`, released with the subscriptions.
+    init(connection: OpaquePointer, ids: [guint]) {
         self.connection = connection
-        self.id = id
+        self.ids = ids
     }
 
     deinit {
-        let subscription = LoopBound((connection, id))
+        let subscription = LoopBound((connection, ids))
         GLibLoop.shared.perform {
-            g_dbus_connection_signal_unsubscribe(subscription.value.0, subscription.value.1)
+            for id in subscription.value.1 { g_dbus_connection_signal_unsubscribe(subscription.value.0, id) }
             g_object_unref(UnsafeMutableRawPointer(subscription.value.0))
         }
     }
@@ -272,15 +273,16 @@ enum LibSecret {
         }
     }
 
-    /// Subscribes to the provider's `ItemCreated`, `ItemDeleted` and `ItemChanged` collection
-    /// signals; `ItemCreated`/`ItemDeleted` advance ``ItemChanges/generation`` and `ItemChanged`
-    /// is reported through ``ItemChanges``. Returns the subscription, released by the owner.
-    /// The corresponding C function is `g_dbus_connection_signal_subscribe`.
-    static func subscribeToItemChanges(_ service: Service) async -> SignalSubscription {
+    /// Subscribes to the provider's `ItemCreated` and `ItemDeleted` collection signals, which
+    /// advance ``ItemChanges/generation``, and to the bus's `NameOwnerChanged` for
+    /// `org.freedesktop.secrets`, which advances ``ProviderChanges/epoch`` (and the item
+    /// generation: a new provider's items are not the old one's). Returns the subscription,
+    /// released by the owner. The corresponding C function is `g_dbus_connection_signal_subscribe`.
+    static func subscribeToChanges(_ service: Service) async -> SignalSubscription {
         await withCheckedContinuation { continuation in
             GLibLoop.shared.perform {
                 let connection = g_dbus_proxy_get_connection(clibsecret_service_as_proxy(service.pointer))!
-                let id = g_dbus_connection_signal_subscribe(
+                let items = g_dbus_connection_signal_subscribe(
                     connection, "org.freedesktop.secrets", "org.freedesktop.Secret.Collection", nil, nil, nil,
                     G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, member, _, _ in
                         guard let member else { return }
@@ -289,8 +291,16 @@ enum LibSecret {
                         default: break
                         }
                     }, nil, nil)
+                // arg0 is the name whose owner changed; only the provider's name matters here.
+                let owner = g_dbus_connection_signal_subscribe(
+                    connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                    "/org/freedesktop/DBus", "org.freedesktop.secrets", G_DBUS_SIGNAL_FLAGS_NONE,
+                    { _, _, _, _, _, _, _ in
+                        ProviderChanges.advance()
+                        ItemChanges.advance()
+                    }, nil, nil)
                 g_object_ref(UnsafeMutableRawPointer(connection))
-                continuation.resume(returning: SignalSubscription(connection: connection, id: id))
+                continuation.resume(returning: SignalSubscription(connection: connection, ids: [items, owner]))
             }
         }
     }

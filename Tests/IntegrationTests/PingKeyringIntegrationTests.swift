@@ -95,7 +95,7 @@ extension Integration {
             #expect(try SecretTool.lookup(lookup(account)) == Data(json.utf8))
             let items = try SecretTool.search(lookup(account))
             try #require(items.count == 1)
-            #expect(items[0].attributes == ["service": defaultService, "account": account, "username": account,
+            #expect(items[0].storedAttributes == ["service": defaultService, "account": account, "username": account,
                                             "xdg:schema": "com.pingidentity.PingStorage"])
             #expect(items[0].label == "\(account) (\(defaultService))")
 
@@ -283,7 +283,7 @@ extension Integration {
             #expect(saved.output.hasSuffix(", encrypted with SecuredKeyEncryptor (key \(key)).\n"))
             let items = try SecretTool.search(lookup(account))
             #expect(items.count == 1)
-            #expect(items.first?.attributes == ["service": defaultService, "account": account, "username": account,
+            #expect(items.first?.storedAttributes == ["service": defaultService, "account": account, "username": account,
                                                 "xdg:schema": "com.pingidentity.PingStorage"])
             #expect(items.first?.label == "\(account) (\(defaultService))")
 

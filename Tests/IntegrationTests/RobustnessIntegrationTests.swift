@@ -6,7 +6,12 @@ import Testing
 extension Integration {
     @Suite("Robustness: scale, bad input, transport")
     struct Robustness {
-        @Test func fourProcessesOfMixedOperationsLeaveOneRightItemPerAccount() async throws {
+        /// Not against KeePassXC 2.7.4: it crashes (SIGSEGV in a Qt pool thread) under a few
+        /// clients creating, reading and deleting items at once, whoever the clients are — four
+        /// loops of `secret-tool store/lookup/clear` on distinct accounts crash it within seconds
+        /// too (dbus-test/providers/PROVIDERS.md).
+        @Test(.enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes under concurrent clients"))
+        func fourProcessesOfMixedOperationsLeaveOneRightItemPerAccount() async throws {
             try Harness.requireHarness()
             let prefix = uniqueAccount("scale")
             let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in

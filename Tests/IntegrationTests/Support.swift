@@ -271,6 +271,14 @@ enum SecretTool {
         var label: String
         var attributes: [String: String]
         var secret: String
+
+        /// The attributes a client stored: without those KeePassXC adds to every item it publishes
+        /// (`Title`, `UserName`, `URL`, `Notes`, `Uuid`, `Path`, and `FDO_SECRETS_CONTENT_TYPE`).
+        var storedAttributes: [String: String] {
+            guard Harness.provider == "keepassxc" else { return attributes }
+            let added: Set<String> = ["Title", "UserName", "URL", "Notes", "Uuid", "Path", "FDO_SECRETS_CONTENT_TYPE"]
+            return attributes.filter { !added.contains($0.key) }
+        }
     }
 
     /// Every item matching `attributes` (unlocking nothing).
