@@ -129,15 +129,18 @@ struct KeychainItems: Sendable {
     /// picks alike (``isOlder``), so racing processes converge on one item instead of each
     /// deleting the other's.
     private func create(_ value: SecretValue) async throws {
+        let generation = backend.itemGeneration
         let path = try await backend.createItem(
             in: configuration.collection, label: label, attributes: itemAttributes,
             secret: value, replacing: false)
-        let generation = backend.itemGeneration
-        guard let paths = try await findItems() else { return }  // deleted meanwhile by another client
-        if paths == [path] {
-            backend.knownItems[lockKey] = KnownItem(path: path, generation: generation, isComplete: true)
+        // Our own ItemCreated arrives before the reply to CreateItem: if the generation moved by
+        // exactly one, nothing else was created or deleted meanwhile and the new item is the
+        // account's only one (remembered, so the next read is one GetSecret).
+        if backend.itemGeneration == generation + 1 {
+            backend.knownItems[lockKey] = KnownItem(path: path, generation: generation + 1, isComplete: true)
             return
         }
+        guard let paths = try await findItems(), paths != [path] else { return }
         let target = try await newest(paths)
         for duplicate in paths where duplicate != target.path {
             try await backend.deleteItem(duplicate)
