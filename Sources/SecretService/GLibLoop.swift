@@ -72,8 +72,22 @@ final class GLibLoop: Sendable {
 
 extension GLibLoop {
     /// Calls `fire` on the loop thread after `delay`, unless the returned handle is cancelled
-    /// first. Call on the loop thread.
+    /// first. Callable from any thread (`g_source_attach` is thread-safe; from another thread it
+    /// wakes the loop to take the new timer into account).
     func addTimeout(after delay: Duration, _ fire: @escaping @Sendable () -> Void) -> TimeoutHandle {
+        let source = timeoutSource(after: delay, fire)
+        g_source_attach(source, context.value)
+        return TimeoutHandle(source: source)
+    }
+
+    /// Calls `fire` on the loop thread after `delay`; it cannot be cancelled. From any thread.
+    func attachTimeout(after delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+        let source = timeoutSource(after: delay, fire)
+        g_source_attach(source, context.value)
+        g_source_unref(source)  // the context keeps it until it has fired
+    }
+
+    private func timeoutSource(after delay: Duration, _ fire: @escaping @Sendable () -> Void) -> UnsafeMutablePointer<GSource> {
         let milliseconds = UInt32(clamping: delay.components.seconds * 1000
                                   + delay.components.attoseconds / 1_000_000_000_000_000 + 1)
         let source = g_timeout_source_new(milliseconds)!
@@ -83,8 +97,7 @@ extension GLibLoop {
         }, Unmanaged.passRetained(LoopWork(fire)).toOpaque(), { data in
             Unmanaged<LoopWork>.fromOpaque(data!).release()
         })
-        g_source_attach(source, context.value)
-        return TimeoutHandle(source: source)
+        return source
     }
 }
 

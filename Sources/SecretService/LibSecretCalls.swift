@@ -2,7 +2,8 @@ internal import CLibSecret
 import Foundation
 
 // The thin layer over libsecret and GIO: one wrapper per asynchronous C call, each started on the
-// GLib loop thread and bridged to Swift by `PendingCall`. Raw pointers, `GError` and GLib
+// GLib loop thread and bridged to Swift by `PendingCall` (and GetSecret, sent from the calling
+// thread and answered through `DirectReplies`, at the end). Raw pointers, `GError` and GLib
 // ownership do not leave this file (and `GLibLoop.swift`); everything it returns is a Swift value
 // or a `GObjectOwner`.
 
@@ -40,23 +41,27 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> GLibError {
     return copied
 }
 
-/// Signal subscriptions on one D-Bus connection, removed (on the loop thread) when released.
+/// Signal subscriptions and the ``DirectReplies`` filter on one D-Bus connection, removed (on the
+/// loop thread) when released.
 ///
 /// `@unchecked Sendable`: the connection pointer is only used on the loop thread, in `deinit`.
 final class SignalSubscription: @unchecked Sendable {
     private let connection: OpaquePointer
     private let ids: [guint]
+    private let filterID: guint
 
     /// Takes one reference to `connection`, released with the subscriptions.
-    init(connection: OpaquePointer, ids: [guint]) {
+    init(connection: OpaquePointer, ids: [guint], filterID: guint) {
         self.connection = connection
         self.ids = ids
+        self.filterID = filterID
     }
 
     deinit {
-        let subscription = LoopBound((connection, ids))
+        let subscription = LoopBound((connection, ids, filterID))
         GLibLoop.shared.perform {
             for id in subscription.value.1 { g_dbus_connection_signal_unsubscribe(subscription.value.0, id) }
+            g_dbus_connection_remove_filter(subscription.value.0, subscription.value.2)
             g_object_unref(UnsafeMutableRawPointer(subscription.value.0))
         }
     }
@@ -277,7 +282,9 @@ enum LibSecret {
     /// advance ``ItemChanges/generation``, and to the bus's `NameOwnerChanged` for
     /// `org.freedesktop.secrets`, which advances ``ProviderChanges/epoch`` (and the item
     /// generation: a new provider's items are not the old one's). Returns the subscription,
-    /// released by the owner. The corresponding C function is `g_dbus_connection_signal_subscribe`.
+    /// released by the owner; it also carries the ``DirectReplies`` filter of the connection. The
+    /// corresponding C functions are `g_dbus_connection_signal_subscribe` and
+    /// `g_dbus_connection_add_filter`.
     static func subscribeToChanges(_ service: Service) async -> SignalSubscription {
         await withCheckedContinuation { continuation in
             GLibLoop.shared.perform {
@@ -299,8 +306,9 @@ enum LibSecret {
                         ProviderChanges.advance()
                         ItemChanges.advance()
                     }, nil, nil)
+                let filter = DirectReplies.installFilter(on: connection)
                 g_object_ref(UnsafeMutableRawPointer(connection))
-                continuation.resume(returning: SignalSubscription(connection: connection, ids: [items, owner]))
+                continuation.resume(returning: SignalSubscription(connection: connection, ids: [items, owner], filterID: filter))
             }
         }
     }
@@ -535,5 +543,195 @@ enum LibSecret {
         try await callMethod(
             service, operation: "read properties", path: path, interface: "org.freedesktop.DBus.Properties",
             method: "GetAll", argument: interface, replyType: "(a{sv})", deadline: deadline, parse: parseProperties)
+    }
+}
+
+// MARK: - GetSecret without a hop to the loop thread
+
+/// Reads a known item's secret with one GetSecret round trip that never passes through the GLib
+/// loop thread.
+///
+/// libsecret's asynchronous calls must start, and report back, on the loop's main context: a read
+/// costs the hop from the calling thread to the loop, and the hop from GDBus's worker thread to
+/// the loop, on top of the round trip itself. Here the calling thread sends the message (GDBus's
+/// send is thread-safe and never blocks), and a message filter — which GDBus runs on its worker
+/// thread as the reply is read — hands the reply straight to the waiting task. The secret is then
+/// decrypted with libsecret's own session (`secret_service_decode_dbus_secret`) on the caller's
+/// thread. Deadlines are kept by one timer on the loop, armed only for the earliest pending call.
+final class DirectReplies: Sendable {
+    static let shared = DirectReplies()
+
+    /// One call waiting for its reply: resumed exactly once, by the reply, the deadline or
+    /// cancellation.
+    final class Waiter: Sendable {
+        private enum Phase {
+            case notStarted
+            case waiting(CheckedContinuation<LoopBound<OpaquePointer>, any Error>)
+            case finished
+        }
+        let operation: String
+        let deadline: Deadline
+        private let phase = Locked<Phase>(.notStarted)
+
+        init(operation: String, deadline: Deadline) {
+            self.operation = operation
+            self.deadline = deadline
+        }
+
+        /// Starts waiting; false when the call already ended (its Task was cancelled first).
+        func install(_ continuation: CheckedContinuation<LoopBound<OpaquePointer>, any Error>) -> Bool {
+            phase.withLock { phase in
+                guard case .notStarted = phase else { return false }
+                phase = .waiting(continuation)
+                return true
+            }
+        }
+
+        /// Delivers `result` unless the call already ended; a reply that comes too late is released.
+        func finish(_ result: Result<OpaquePointer, any Error>) {
+            let waiting = phase.withLock { phase -> CheckedContinuation<LoopBound<OpaquePointer>, any Error>? in
+                defer { phase = .finished }
+                if case .waiting(let continuation) = phase { return continuation }
+                return nil
+            }
+            guard let waiting else {
+                if case .success(let message) = result { g_object_unref(UnsafeMutableRawPointer(message)) }
+                return
+            }
+            waiting.resume(with: result.map { LoopBound($0) })
+        }
+    }
+
+    private struct State {
+        var waiting: [UInt32: Waiter] = [:]
+        /// When the armed deadline timer fires, if one is armed.
+        var timerDue: ContinuousClock.Instant?
+    }
+    private let state = Locked(State())
+
+    /// Adds the reply filter to `connection`; returns its id for `g_dbus_connection_remove_filter`.
+    /// The filter holds no reference to anything (it looks replies up in `shared`).
+    static func installFilter(on connection: OpaquePointer) -> guint {
+        g_dbus_connection_add_filter(connection, { _, message, incoming, _ in
+            guard let message, incoming != 0 else { return message }
+            switch g_dbus_message_get_message_type(message) {
+            case G_DBUS_MESSAGE_TYPE_METHOD_RETURN, G_DBUS_MESSAGE_TYPE_ERROR:
+                let serial = g_dbus_message_get_reply_serial(message)
+                guard let waiter = DirectReplies.shared.state.withLock({ $0.waiting.removeValue(forKey: serial) }) else {
+                    return message
+                }
+                waiter.finish(.success(message))
+                return nil
+            default:
+                return message
+            }
+        }, nil, nil)
+    }
+
+    /// Sends `message` (taking ownership of it) on `connection` and waits for its reply, which the
+    /// caller releases. Throws `SecretServiceError.timedOut` at the deadline, `CancellationError`
+    /// when the Task is cancelled, or the send's error.
+    func send(_ message: OpaquePointer, on connection: OpaquePointer, operation: String,
+              deadline: Deadline) async throws -> OpaquePointer {
+        defer { g_object_unref(UnsafeMutableRawPointer(message)) }
+        let waiter = Waiter(operation: operation, deadline: deadline)
+        let sent = LoopBound((message, connection))
+        let reply = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard waiter.install(continuation) else {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                guard deadline.remaining != nil else {
+                    waiter.finish(.failure(SecretServiceError.timedOut(operation, after: deadline.timeout)))
+                    return
+                }
+                // Registered under the lock the filter takes, so a reply that arrives before
+                // `send_message` returns still finds its waiter.
+                let failure: GLibError? = state.withLock { state in
+                    var serial: guint32 = 0
+                    var error: UnsafeMutablePointer<GError>?
+                    guard g_dbus_connection_send_message(sent.value.1, sent.value.0, G_DBUS_SEND_MESSAGE_FLAGS_NONE,
+                                                         &serial, &error) != 0 else {
+                        return error.map(takeGError)
+                            ?? GLibError(domain: .other, code: 0, message: "the message was not sent", remoteName: nil)
+                    }
+                    state.waiting[serial] = waiter
+                    return nil
+                }
+                if let failure {
+                    waiter.finish(.failure(failure))
+                } else {
+                    armTimer(for: deadline.instant)
+                }
+            }
+        } onCancel: {
+            waiter.finish(.failure(CancellationError()))
+        }
+        return reply.value
+    }
+
+    /// Makes sure a timer fires by `instant`. Calls share one timer, due at the earliest pending
+    /// deadline; with the same timeout for every call, later calls never need a new one.
+    private func armTimer(for instant: ContinuousClock.Instant) {
+        let arm = state.withLock { state -> Bool in
+            if let due = state.timerDue, due <= instant { return false }
+            state.timerDue = instant
+            return true
+        }
+        guard arm else { return }
+        // g_source_attach is thread-safe: the timer goes onto the loop from this thread.
+        GLibLoop.shared.attachTimeout(after: max(instant - .now, .zero)) { [self] in expire() }
+    }
+
+    /// Ends the calls whose deadline passed, and arms the timer for the next one (on the loop).
+    private func expire() {
+        let now = ContinuousClock.now
+        let (expired, next) = state.withLock { state -> ([Waiter], ContinuousClock.Instant?) in
+            let expired = state.waiting.filter { $0.value.deadline.instant <= now }
+            for serial in expired.keys { state.waiting[serial] = nil }
+            let next = state.waiting.values.map(\.deadline.instant).min()
+            // A timer due earlier than this one may still be pending; forget only this one.
+            if let due = state.timerDue, due <= now { state.timerDue = nil }
+            return (Array(expired.values), next)
+        }
+        for waiter in expired {
+            waiter.finish(.failure(SecretServiceError.timedOut(waiter.operation, after: waiter.deadline.timeout)))
+        }
+        if let next { armTimer(for: next) }
+    }
+}
+
+extension LibSecret {
+    /// An item's secret through ``DirectReplies``: one GetSecret round trip, decrypted with the
+    /// service's session. Returns nil when the reply carries no secret libsecret can decode (the
+    /// session's keys disagree with the provider's); throws the provider's error (e.g. a locked
+    /// item). The corresponding C functions are `g_dbus_connection_send_message` and
+    /// `secret_service_decode_dbus_secret`.
+    static func getSecretDirectly(
+        _ service: Service, destination: String?, path: String, deadline: Deadline
+    ) async throws -> RawSecret? {
+        let proxy = clibsecret_service_as_proxy(service.pointer)
+        guard let session = secret_service_get_session_dbus_path(service.pointer),
+              let connection = g_dbus_proxy_get_connection(proxy) else {
+            throw GLibError(domain: .other, code: 0, message: "the Secret Service session is not open", remoteName: nil)
+        }
+        let message = g_dbus_message_new_method_call(
+            destination ?? "org.freedesktop.secrets", path, "org.freedesktop.Secret.Item", "GetSecret")!
+        var arguments: [OpaquePointer?] = [g_variant_new_object_path(session)]
+        g_dbus_message_set_body(message, arguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) })
+        let reply = try await DirectReplies.shared.send(message, on: connection, operation: "read secret", deadline: deadline)
+        defer { g_object_unref(UnsafeMutableRawPointer(reply)) }
+        var error: UnsafeMutablePointer<GError>?
+        if g_dbus_message_to_gerror(reply, &error) != 0, let error {
+            throw takeGError(error)
+        }
+        guard let body = g_dbus_message_get_body(reply),
+              g_variant_is_of_type(body, variantType("((oayays))")) != 0,
+              let secret = g_variant_get_child_value(body, 0) else {
+            throw GLibError(domain: .other, code: 0, message: "GetSecret answered with an unexpected type", remoteName: nil)
+        }
+        defer { g_variant_unref(secret) }
+        return secret_service_decode_dbus_secret(service.pointer, secret).map(takeSecretValue)
     }
 }

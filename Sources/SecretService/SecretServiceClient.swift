@@ -289,6 +289,23 @@ public struct SecretServiceClient: Sendable {
     /// - Throws: `.itemNotFound`, `.locked`, `.promptDismissed`, connection errors.
     public func secret(of path: String) async throws -> SecretValue {
         try await perform("read secret") { connection, deadline in
+            do {
+                if let raw = try await LibSecret.getSecretDirectly(
+                    connection.service, destination: connection.owner, path: path, deadline: deadline) {
+                    return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
+                }
+            } catch {
+                let mapped = SecretServiceError.from(error, operation: "read secret", phase: .call)
+                switch (mapped as? SecretServiceError)?.code {
+                case .locked?: break  // unlocked below, through libsecret's prompt handling
+                case .itemNotFound?:
+                    connection.forgetItem(path)
+                    throw mapped
+                default: throw mapped
+                }
+            }
+            // Locked, or a secret that could not be decrypted: libsecret's item API tells them
+            // apart and unlocks through a prompt.
             let item = try await connection.itemProxy(path, deadline: deadline)
             do {
                 if let raw = try await LibSecret.loadSecret(item, deadline: deadline) {

@@ -118,6 +118,44 @@ extension Integration {
             try await KeychainStorage<String>(account: account).delete()
         }
 
+        /// Reads of a known item share one deadline timer: a call with a shorter deadline started
+        /// after longer ones must still end at its own deadline, and each of the others at theirs.
+        @Test func concurrentReadsWithDifferentDeadlinesEachEndAtTheirOwn() async throws {
+            try Harness.requireHarness()
+            // One account each: calls on the same account wait for each other.
+            let deadlines: [Double] = [3, 3, 1, 2]
+            let accounts = deadlines.map { _ in uniqueAccount() }
+            let storages = zip(accounts, deadlines).map { account, seconds in
+                KeychainStorage<String>(account: account, configuration: KeychainConfiguration(timeout: .seconds(seconds)))
+            }
+            for storage in storages {
+                try await storage.save(item: "deadlines")
+                _ = try await storage.get()  // remembered: reads take the one-round-trip path
+            }
+            try Harness.ctl("suspend")
+            let started = ContinuousClock.now
+            let results = await withTaskGroup(of: (Double, Duration, String?).self) { group in
+                for (storage, seconds) in zip(storages, deadlines) {
+                    group.addTask {
+                        let kind = await keychainError { _ = try await storage.get() }?.kind
+                        return (seconds, ContinuousClock.now - started, kind)
+                    }
+                    try? await Task.sleep(for: .milliseconds(50))
+                }
+                return await group.reduce(into: []) { $0.append($1) }
+            }
+            try Harness.ctl("resume")
+            for (seconds, elapsed, kind) in results {
+                #expect(kind == "timedOut", "\(seconds) s: \(String(describing: kind))")
+                #expect(elapsed >= .seconds(seconds) - .milliseconds(100) && elapsed < .seconds(seconds) + .milliseconds(900),
+                        "the \(seconds) s call ended after \(elapsed)")
+            }
+            for storage in storages {
+                #expect(try await storage.get() == "deadlines")
+                try await storage.delete()
+            }
+        }
+
         @Test func cancellingATaskEndsAStuckCall() async throws {
             try Harness.requireHarness()
             let storage = KeychainStorage<String>(account: uniqueAccount())
