@@ -5,8 +5,9 @@ import Synchronization
 /// It advances whenever any client may have created or deleted an item (the provider's
 /// `ItemCreated` / `ItemDeleted` signals) and whenever a connection is opened or dropped (signals may
 /// have been missed). A provider sends the signal before it answers the call that caused it, and
-/// GDBus delivers both in order, so a value read before and after a call tells whether anything
-/// was created or deleted in between.
+/// the counter is advanced on GDBus's reader thread as the signal is read, before the reply is
+/// handed to anyone, so a value read before and after a call tells whether anything was created or
+/// deleted in between.
 public enum ItemChanges {
     private static let counter = Atomic<UInt64>(1)
 

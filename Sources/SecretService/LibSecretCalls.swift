@@ -280,8 +280,8 @@ enum LibSecret {
 
     /// Subscribes to the provider's `ItemCreated` and `ItemDeleted` collection signals, which
     /// advance ``ItemChanges/generation``, and to the bus's `NameOwnerChanged` for
-    /// `org.freedesktop.secrets`, which advances ``ProviderChanges/epoch`` (and the item
-    /// generation: a new provider's items are not the old one's). Returns the subscription,
+    /// `org.freedesktop.secrets`, which advances ``ProviderChanges/epoch`` (both counted by the
+    /// ``DirectReplies`` filter installed here). Returns the subscription,
     /// released by the owner; it also carries the ``DirectReplies`` filter of the connection. The
     /// corresponding C functions are `g_dbus_connection_signal_subscribe` and
     /// `g_dbus_connection_add_filter`.
@@ -289,23 +289,18 @@ enum LibSecret {
         await withCheckedContinuation { continuation in
             GLibLoop.shared.perform {
                 let connection = g_dbus_proxy_get_connection(clibsecret_service_as_proxy(service.pointer))!
+                // The subscriptions make the bus send us these signals (their match rules); the
+                // counters are advanced by the DirectReplies filter, which sees each signal on
+                // GDBus's reader thread in order with the replies that follow it. (Callbacks here
+                // run later, on the loop: a reply handed straight to a task could overtake them.)
                 let items = g_dbus_connection_signal_subscribe(
                     connection, "org.freedesktop.secrets", "org.freedesktop.Secret.Collection", nil, nil, nil,
-                    G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, member, _, _ in
-                        guard let member else { return }
-                        switch String(cString: member) {
-                        case "ItemCreated", "ItemDeleted": ItemChanges.advance()
-                        default: break
-                        }
-                    }, nil, nil)
+                    G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, _, _ in }, nil, nil)
                 // arg0 is the name whose owner changed; only the provider's name matters here.
                 let owner = g_dbus_connection_signal_subscribe(
                     connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
                     "/org/freedesktop/DBus", "org.freedesktop.secrets", G_DBUS_SIGNAL_FLAGS_NONE,
-                    { _, _, _, _, _, _, _ in
-                        ProviderChanges.advance()
-                        ItemChanges.advance()
-                    }, nil, nil)
+                    { _, _, _, _, _, _, _ in }, nil, nil)
                 let filter = DirectReplies.installFilter(on: connection)
                 g_object_ref(UnsafeMutableRawPointer(connection))
                 continuation.resume(returning: SignalSubscription(connection: connection, ids: [items, owner], filterID: filter))
@@ -610,11 +605,19 @@ final class DirectReplies: Sendable {
     private let state = Locked(State())
 
     /// Adds the reply filter to `connection`; returns its id for `g_dbus_connection_remove_filter`.
-    /// The filter holds no reference to anything (it looks replies up in `shared`).
+    /// The filter holds no reference to anything (it looks replies up in `shared`). It also
+    /// advances ``ItemChanges`` on `ItemCreated`/`ItemDeleted` and ``ProviderChanges`` (with
+    /// ``ItemChanges``: a new provider's items are not the old one's) on `NameOwnerChanged` for
+    /// `org.freedesktop.secrets`, here and not later on the loop: a provider sends the signal
+    /// before the reply to the call that caused it, and this is the one place that sees both in
+    /// that order before any task does.
     static func installFilter(on connection: OpaquePointer) -> guint {
         g_dbus_connection_add_filter(connection, { _, message, incoming, _ in
             guard let message, incoming != 0 else { return message }
             switch g_dbus_message_get_message_type(message) {
+            case G_DBUS_MESSAGE_TYPE_SIGNAL:
+                DirectReplies.countChange(message)
+                return message
             case G_DBUS_MESSAGE_TYPE_METHOD_RETURN, G_DBUS_MESSAGE_TYPE_ERROR:
                 let serial = g_dbus_message_get_reply_serial(message)
                 guard let waiter = DirectReplies.shared.state.withLock({ $0.waiting.removeValue(forKey: serial) }) else {
@@ -626,6 +629,20 @@ final class DirectReplies: Sendable {
                 return message
             }
         }, nil, nil)
+    }
+
+    fileprivate static func countChange(_ signal: OpaquePointer) {
+        guard let interface = g_dbus_message_get_interface(signal), let member = g_dbus_message_get_member(signal) else {
+            return
+        }
+        if strcmp(interface, "org.freedesktop.Secret.Collection") == 0,
+           strcmp(member, "ItemCreated") == 0 || strcmp(member, "ItemDeleted") == 0 {
+            ItemChanges.advance()
+        } else if strcmp(interface, "org.freedesktop.DBus") == 0, strcmp(member, "NameOwnerChanged") == 0,
+                  let name = g_dbus_message_get_arg0(signal), strcmp(name, "org.freedesktop.secrets") == 0 {
+            ProviderChanges.advance()
+            ItemChanges.advance()
+        }
     }
 
     /// Sends `message` (taking ownership of it) on `connection` and waits for its reply, which the
