@@ -82,7 +82,7 @@ struct KeychainItems: Sendable {
                     }
                     var target = try await newest(paths)
                     let wanted = target.attributes.merging(itemAttributes) { $1 }
-                    let current = try await backend.secret(of: target.path)
+                    let current = try await settled(try await backend.secret(of: target.path), at: target.path)
                     if current.bytes != value.bytes {
                         try await backend.setSecret(value, of: target.path)
                     }
@@ -176,10 +176,17 @@ struct KeychainItems: Sendable {
 
     /// KeychainStorage never stores an empty value, but KWallet creates an item before it sets
     /// its secret, so another process can see it empty for a moment: read such an item again
-    /// after a short pause before reporting what it holds.
+    /// after a short pause before reporting what it holds. A locked KWallet answers with an empty
+    /// secret too (and would then still accept writes and deletes): an item that stays empty is
+    /// only reported as such once its collection is known to be unlocked.
     private func settled(_ value: SecretValue, at path: String) async throws -> SecretValue {
         guard value.bytes.isEmpty else { return value }
         try await Task.sleep(for: .milliseconds(100))
+        let again = try await backend.secret(of: path)
+        guard again.bytes.isEmpty else { return again }
+        let collection = try await backend.collectionInfo(configuration.collection)
+        guard collection.isLocked else { return again }
+        try await backend.unlock([collection.path])  // .locked when prompts are not allowed
         return try await backend.secret(of: path)
     }
 
@@ -225,7 +232,7 @@ struct KeychainItems: Sendable {
     /// Writes through the remembered item; false when it turned out stale.
     private func writeKnown(_ known: KnownItem, _ value: SecretValue) async throws -> Bool {
         do {
-            let current = try await backend.secret(of: known.path)
+            let current = try await settled(try await backend.secret(of: known.path), at: known.path)
             guard backend.itemGeneration == known.generation else { return false }
             // Bytes only: the content type follows from them, and gnome-keyring reports every secret
             // as text/plain, so comparing types would rewrite unchanged binary values every time.

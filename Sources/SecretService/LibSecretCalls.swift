@@ -278,13 +278,12 @@ enum LibSecret {
         }
     }
 
-    /// Subscribes to the provider's `ItemCreated` and `ItemDeleted` collection signals, which
-    /// advance ``ItemChanges/generation``, and to the bus's `NameOwnerChanged` for
-    /// `org.freedesktop.secrets`, which advances ``ProviderChanges/epoch`` (both counted by the
-    /// ``DirectReplies`` filter installed here). Returns the subscription,
-    /// released by the owner; it also carries the ``DirectReplies`` filter of the connection. The
-    /// corresponding C functions are `g_dbus_connection_signal_subscribe` and
-    /// `g_dbus_connection_add_filter`.
+    /// Subscribes to the provider's `ItemCreated` and `ItemDeleted` collection signals and its
+    /// `Collection…` service signals, which advance ``ItemChanges/generation``, and to the bus's
+    /// `NameOwnerChanged` for `org.freedesktop.secrets`, which advances
+    /// ``ProviderChanges/epoch``; the ``DirectReplies`` filter installed here counts them. Returns
+    /// the subscription, released by the owner. The corresponding C functions are
+    /// `g_dbus_connection_signal_subscribe` and `g_dbus_connection_add_filter`.
     static func subscribeToChanges(_ service: Service) async -> SignalSubscription {
         await withCheckedContinuation { continuation in
             GLibLoop.shared.perform {
@@ -296,6 +295,9 @@ enum LibSecret {
                 let items = g_dbus_connection_signal_subscribe(
                     connection, "org.freedesktop.secrets", "org.freedesktop.Secret.Collection", nil, nil, nil,
                     G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, _, _ in }, nil, nil)
+                let collections = g_dbus_connection_signal_subscribe(
+                    connection, "org.freedesktop.secrets", "org.freedesktop.Secret.Service", nil,
+                    "/org/freedesktop/secrets", nil, G_DBUS_SIGNAL_FLAGS_NONE, { _, _, _, _, _, _, _ in }, nil, nil)
                 // arg0 is the name whose owner changed; only the provider's name matters here.
                 let owner = g_dbus_connection_signal_subscribe(
                     connection, "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged",
@@ -303,7 +305,7 @@ enum LibSecret {
                     { _, _, _, _, _, _, _ in }, nil, nil)
                 let filter = DirectReplies.installFilter(on: connection)
                 g_object_ref(UnsafeMutableRawPointer(connection))
-                continuation.resume(returning: SignalSubscription(connection: connection, ids: [items, owner], filterID: filter))
+                continuation.resume(returning: SignalSubscription(connection: connection, ids: [items, collections, owner], filterID: filter))
             }
         }
     }
@@ -356,26 +358,6 @@ enum LibSecret {
             })
         }
         return (found[0], found[1])
-    }
-
-    /// Loads an item's secret through its proxy (one GetSecret round trip) and returns a copy; nil
-    /// when the provider returned none (a locked item). Used instead of
-    /// `secret_service_get_secret_for_dbus_path`, which in libsecret 0.20.5 leaks every reply
-    /// (~3 KB per call with a 2 KiB secret). The corresponding C functions are
-    /// `secret_item_load_secret` and `secret_item_get_secret`.
-    static func loadSecret(_ item: Item, deadline: Deadline) async throws -> RawSecret? {
-        try await PendingCall<RawSecret?>.run(operation: "read secret", deadline: deadline) { call in
-            secret_item_load_secret(item.pointer, call.cancellable.pointer, trampoline, callbackData { result in
-                var error: UnsafeMutablePointer<GError>?
-                let ok = secret_item_load_secret_finish(item.pointer, result, &error)
-                guard ok != 0, error == nil else {
-                    complete(call, nil as RawSecret??, error)
-                    return
-                }
-                let value = secret_item_get_secret(item.pointer)
-                call.finish(.success(value.map(takeSecretValue)))
-            })
-        }
     }
 
     /// A proxy for one item, with its properties loaded (one GetAll round trip). The corresponding
@@ -637,6 +619,12 @@ final class DirectReplies: Sendable {
         }
         if strcmp(interface, "org.freedesktop.Secret.Collection") == 0,
            strcmp(member, "ItemCreated") == 0 || strcmp(member, "ItemDeleted") == 0 {
+            ItemChanges.advance()
+        } else if strcmp(interface, "org.freedesktop.Secret.Service") == 0, strncmp(member, "Collection", 10) == 0 {
+            // CollectionChanged (locked or unlocked, among others), CollectionCreated/Deleted: a
+            // remembered item is not trusted past them. KWallet, locked, still accepts SetSecret
+            // and Delete on an item and answers GetSecret with an empty secret instead of an error;
+            // only a search shows that its items are locked.
             ItemChanges.advance()
         } else if strcmp(interface, "org.freedesktop.DBus") == 0, strcmp(member, "NameOwnerChanged") == 0,
                   let name = g_dbus_message_get_arg0(signal), strcmp(name, "org.freedesktop.secrets") == 0 {

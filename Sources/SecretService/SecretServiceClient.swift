@@ -289,55 +289,46 @@ public struct SecretServiceClient: Sendable {
     /// - Throws: `.itemNotFound`, `.locked`, `.promptDismissed`, connection errors.
     public func secret(of path: String) async throws -> SecretValue {
         try await perform("read secret") { connection, deadline in
-            do {
-                if let raw = try await LibSecret.getSecretDirectly(
-                    connection.service, destination: connection.owner, path: path, deadline: deadline) {
-                    return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
-                }
-            } catch {
-                let mapped = SecretServiceError.from(error, operation: "read secret", phase: .call)
-                switch (mapped as? SecretServiceError)?.code {
-                case .locked?: break  // unlocked below, through libsecret's prompt handling
-                case .itemNotFound?:
-                    connection.forgetItem(path)
-                    throw mapped
-                default: throw mapped
-                }
-            }
-            // Locked, or a secret that could not be decrypted: libsecret's item API tells them
-            // apart and unlocks through a prompt.
-            let item = try await connection.itemProxy(path, deadline: deadline)
-            do {
-                if let raw = try await LibSecret.loadSecret(item, deadline: deadline) {
-                    return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
-                }
-            } catch {
-                let mapped = SecretServiceError.from(error, operation: "read secret", phase: .call)
-                switch (mapped as? SecretServiceError)?.code {
-                case .locked?: break  // unlocked below
-                case .itemNotFound?:
-                    connection.forgetItem(path)
-                    throw mapped
-                default: throw mapped
+            func read() async throws -> SecretValue? {
+                do {
+                    return try await LibSecret.getSecretDirectly(
+                        connection.service, destination: connection.owner, path: path, deadline: deadline
+                    ).map { SecretValue(bytes: $0.bytes, contentType: $0.contentType) }
+                } catch {
+                    let mapped = SecretServiceError.from(error, operation: "read secret", phase: .call)
+                    switch (mapped as? SecretServiceError)?.code {
+                    case .locked?: return nil  // unlocked below
+                    case .itemNotFound?:
+                        connection.forgetItem(path)
+                        throw mapped
+                    default: throw mapped
+                    }
                 }
             }
-            // No value and no error: locked, or the session's keys disagree with the provider's
-            // (KWallet gets about one DH exchange in 200 wrong without noticing), in which case
-            // the secret cannot be decrypted and libsecret drops it. Tell the two apart.
-            let properties = try await LibSecret.properties(
+            if let value = try await read() { return value }
+            // Locked (gnome-keyring and KeePassXC say so; a locked KWallet answers with an empty
+            // secret that cannot be decrypted), or the session's keys disagree with the
+            // provider's (KWallet gets about one DH exchange in 200 wrong without noticing).
+            // Tell the two apart by the item's and its collection's lock state.
+            let collectionPath = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+            let item = try await LibSecret.properties(
                 connection.service, path: path, interface: "org.freedesktop.Secret.Item", deadline: deadline)
-            if properties.locked != true {
+            let collection = try await LibSecret.properties(
+                connection.service, path: collectionPath, interface: "org.freedesktop.Secret.Collection",
+                deadline: deadline)
+            let locked = [item.locked == true ? path : nil, collection.locked == true ? collectionPath : nil].compactMap { $0 }
+            if locked.isEmpty {
                 throw SecretServiceError(
                     .disconnected, operation: "read secret",
                     message: "the item \(path) is unlocked but its secret could not be decrypted with this session's key; a new session is opened.")
             }
             // Locked: unlock through the prompt if allowed, then read again.
-            try await unlock([path], connection, deadline, what: "the item \(path)")
-            guard let raw = try await LibSecret.loadSecret(item, deadline: deadline) else {
+            try await unlock(locked, connection, deadline, what: "the item \(path)")
+            guard let value = try await read() else {
                 throw SecretServiceError(.locked, operation: "read secret",
                                          message: "the item \(path) is still locked after unlocking it; unlock the keyring and try again.")
             }
-            return SecretValue(bytes: raw.bytes, contentType: raw.contentType)
+            return value
         }
     }
 

@@ -179,6 +179,8 @@ extension Integration {
             try Harness.requireHarness()
             let account = uniqueAccount()
             try await KeychainStorage<String>(account: account).save(item: "locked away")
+            // Read once: the item is remembered, so the calls below take the known-item paths.
+            #expect(try await KeychainStorage<String>(account: account).get() == "locked away")
             try Harness.ctl("lock")
             defer { try? Harness.ctl("restart") }
             let neverPrompt = KeychainStorage<String>(
