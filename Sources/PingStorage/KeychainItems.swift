@@ -124,10 +124,10 @@ struct KeychainItems: Sendable {
     /// Not `CreateItem(replace: true)`: KeePassXC 2.7.4 answers a replace of an item that another
     /// D-Bus client created with an access dialog that never completes headless (and stops
     /// answering SIGTERM while it is open), and two processes creating the same account at once
-    /// are exactly that case. So the item is created without replace, the account searched again,
-    /// and duplicates that a concurrent creator left are collapsed onto the one every process
-    /// picks alike (``isOlder``), so racing processes converge on one item instead of each
-    /// deleting the other's.
+    /// are exactly that case. So the item is created without replace; when anything else was
+    /// created or deleted meanwhile, the account is searched again and duplicates that a concurrent
+    /// creator left are collapsed onto the one every process picks alike (``isOlder``), so racing
+    /// processes converge on one item instead of each deleting the other's.
     private func create(_ value: SecretValue) async throws {
         let generation = backend.itemGeneration
         let path = try await backend.createItem(

@@ -24,6 +24,16 @@ final class FakeSecretService: SecretServiceBackend {
         var generation: UInt64 = 1
         var reads = 0
         var searches = 0
+        /// KWallet's behaviour: a locked collection answers reads with an empty secret (no error)
+        /// and still accepts writes and deletes of items by path.
+        var lockedAnswersEmpty = false
+        /// KeePassXC's behaviour: attribute writes containing these names fail with InvalidArgs.
+        var refusedAttributes: Set<String> = []
+        /// The `replacing` argument of every createItem call.
+        var createReplacing: [Bool] = []
+        /// When set, the next createItem also adds an item with these attributes, newer than ours:
+        /// another process creating the same account at the same moment.
+        var concurrentCreator: [String: String]?
     }
     let state = Locked(State())
     let collectionPath = "/org/freedesktop/secrets/collection/login"
@@ -79,8 +89,11 @@ final class FakeSecretService: SecretServiceBackend {
     func secret(of path: String) async throws -> SecretValue {
         try check("secret")
         return try state.withLock { state in
-            guard !state.collectionLocked else { throw SecretServiceError(.locked, operation: "read secret", message: "locked") }
             guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read secret", message: "gone") }
+            if state.collectionLocked {
+                guard state.lockedAnswersEmpty else { throw SecretServiceError(.locked, operation: "read secret", message: "locked") }
+                return SecretValue(bytes: Data(), contentType: "text/plain")
+            }
             state.reads += 1
             return item.secret
         }
@@ -89,6 +102,9 @@ final class FakeSecretService: SecretServiceBackend {
     func setSecret(_ value: SecretValue, of path: String) async throws {
         try check("setSecret")
         try state.withLock { state in
+            if state.collectionLocked && !state.lockedAnswersEmpty {
+                throw SecretServiceError(.locked, operation: "write secret", message: "locked")
+            }
             guard state.items[path] != nil else { throw SecretServiceError(.itemNotFound, operation: "write secret", message: "gone") }
             state.items[path]!.secret = value
             state.items[path]!.modified = tick(&state)
@@ -98,7 +114,11 @@ final class FakeSecretService: SecretServiceBackend {
 
     func updateItem(_ path: String, label: String?, attributes: [String: String]?) async throws {
         try check("update")
-        state.withLock { state in
+        try state.withLock { state in
+            if let attributes, !state.refusedAttributes.isDisjoint(with: attributes.keys) {
+                throw SecretServiceError(.providerError, operation: "update item", message: "InvalidArgs",
+                                         dbusErrorName: "org.freedesktop.DBus.Error.InvalidArgs")
+            }
             if let label { state.items[path]?.label = label }
             if let attributes { state.items[path]?.attributes = attributes }
             state.writes.append("update \(path)")
@@ -109,6 +129,7 @@ final class FakeSecretService: SecretServiceBackend {
                     secret: SecretValue, replacing: Bool) async throws -> String {
         try check("create")
         return try state.withLock { state in
+            state.createReplacing.append(replacing)
             if state.collectionLocked {
                 guard state.promptsUnlock else { throw SecretServiceError(.locked, operation: "create", message: "locked") }
                 state.collectionLocked = false
@@ -119,13 +140,25 @@ final class FakeSecretService: SecretServiceBackend {
             state.items[path] = Item(label: label, attributes: attributes, secret: secret, created: time, modified: time)
             state.writes.append("create \(path)")
             state.generation += 1
+            if let theirs = state.concurrentCreator {
+                state.concurrentCreator = nil
+                let other = "\(collectionPath)/\(state.nextNumber)"
+                state.nextNumber += 1
+                let later = time.addingTimeInterval(5)
+                state.items[other] = Item(label: "theirs", attributes: theirs, secret: SecretValue(bytes: Data(#""theirs""#.utf8)),
+                                          created: later, modified: later)
+                state.generation += 1
+            }
             return path
         }
     }
 
     func deleteItem(_ path: String) async throws {
         try check("delete")
-        state.withLock { state in
+        try state.withLock { state in
+            if state.collectionLocked && !state.lockedAnswersEmpty {
+                throw SecretServiceError(.locked, operation: "delete item", message: "locked")
+            }
             state.items[path] = nil
             state.writes.append("delete \(path)")
             state.generation += 1

@@ -1,0 +1,101 @@
+import Foundation
+import SecretService
+import Testing
+@testable import PingStorage
+
+private let lookupAttributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
+/// What KeychainStorage itself writes: an item like this is written through without a search.
+private let ourAttributes = lookupAttributes.merging(["username": "acct", "xdg:schema": "com.pingidentity.PingStorage"]) { $1 }
+private let ourLabel = "acct (com.pingidentity.keychainService)"
+
+private func storage(_ fake: FakeSecretService) -> KeychainStorage<String> {
+    KeychainStorage<String>(account: "acct", encryptor: NoEncryptor(), cacheStrategy: .NO_CACHE,
+                            configuration: KeychainConfiguration(allowsPrompts: false), backend: fake)
+}
+
+private func kind(_ body: () async throws -> Void) async -> String? {
+    do {
+        try await body()
+        return nil
+    } catch let error as KeychainError {
+        return error.kind
+    } catch {
+        return "\(error)"
+    }
+}
+
+@Suite("Provider quirks handled by the item rules")
+struct ProviderQuirkTests {
+    /// A locked KWallet answers GetSecret on a known item with an empty secret and still accepts
+    /// SetSecret and Delete. Lock is announced (CollectionChanged: the generation moves).
+    @Test func aLockedCollectionThatAnswersEmptyIsLockedAndNothingIsWritten() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: ourAttributes, secret: #""kept""#, label: ourLabel)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "kept")
+        fake.state.withLock { state in
+            state.collectionLocked = true
+            state.lockedAnswersEmpty = true
+            state.promptsUnlock = false
+            state.generation += 1
+        }
+        let writesBefore = fake.writes
+        #expect(await kind { _ = try await keychain.get() } == "locked")
+        #expect(await kind { try await keychain.save(item: "overwrite") } == "locked")
+        #expect(await kind { try await keychain.delete() } == "locked")
+        #expect(fake.writes == writesBefore, "nothing written or deleted while locked")
+        #expect(fake.items.values.first?.secret.bytes == Data(#""kept""#.utf8))
+    }
+
+    /// The same when the lock was not announced (the remembered item is still trusted): an empty
+    /// secret is only believed once the collection is known to be unlocked.
+    @Test func anUnannouncedLockIsFoundThroughTheEmptySecret() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: ourAttributes, secret: #""kept""#, label: ourLabel)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "kept")
+        fake.state.withLock { state in
+            state.collectionLocked = true
+            state.lockedAnswersEmpty = true
+            state.promptsUnlock = false
+        }
+        #expect(await kind { _ = try await keychain.get() } == "locked")
+        #expect(await kind { try await keychain.save(item: "overwrite") } == "locked")
+        #expect(fake.writes.isEmpty)
+    }
+
+    /// KeePassXC 2.7.4 hangs on CreateItem(replace: true) over another client's item.
+    @Test func itemsAreCreatedWithoutReplace() async throws {
+        let fake = FakeSecretService()
+        try await storage(fake).save(item: "new")
+        #expect(fake.state.withLock { $0.createReplacing } == [false])
+        #expect(fake.items.count == 1)
+    }
+
+    /// A concurrent creator's duplicate (the generation moved by more than our own creation) is
+    /// collapsed right after creating, onto the item every process picks: the newest.
+    @Test func aDuplicateFromAConcurrentCreatorIsCollapsedAtOnce() async throws {
+        let fake = FakeSecretService()
+        fake.state.withLock { $0.concurrentCreator = lookupAttributes }
+        let keychain = storage(fake)
+        try await keychain.save(item: "ours")
+        #expect(fake.items.count == 1, "one item right after the save")
+        #expect(fake.items.values.first?.label == "theirs", "the newest one is kept, as the other process decides too")
+        #expect(fake.writes.contains { $0.hasPrefix("delete ") })
+    }
+
+    /// KeePassXC refuses attribute writes that contain its own Uuid/Path/TOTP: our attributes and
+    /// label are still added, and its own are kept.
+    @Test func refusedProviderAttributesAreLeftOutOfTheWrite() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: lookupAttributes.merging(["Uuid": "0123", "Path": "/x"]) { $1 }, secret: #""old""#,
+                      label: "written by another tool")
+        fake.state.withLock { $0.refusedAttributes = ["Uuid", "Path", "TOTP"] }
+        try await storage(fake).save(item: "ours")
+        let item = try #require(fake.items.values.first)
+        #expect(item.attributes["xdg:schema"] == "com.pingidentity.PingStorage")
+        #expect(item.attributes["username"] == "acct")
+        #expect(item.label == "acct (com.pingidentity.keychainService)")
+        #expect(item.secret.bytes == Data(#""ours""#.utf8))
+    }
+}
