@@ -234,7 +234,8 @@ enum LibSecret {
     /// for the shared bus connection is to exit the process). The corresponding C function is
     /// `g_bus_get`.
     static func busGet(deadline: Deadline) async throws {
-        try await PendingCall<Bool>.run(operation: "connect to the session bus", deadline: deadline) { call in
+        try await PendingCall<Bool>.run(operation: "connect to the session bus", deadline: deadline,
+                                        dependsOnProvider: false) { call in
             g_bus_get(G_BUS_TYPE_SESSION, call.cancellable.pointer, trampoline, callbackData { result in
                 var error: UnsafeMutablePointer<GError>?
                 let connection = g_bus_get_finish(result, &error)
@@ -630,6 +631,14 @@ final class DirectReplies: Sendable {
                   let name = g_dbus_message_get_arg0(signal), strcmp(name, "org.freedesktop.secrets") == 0 {
             ProviderChanges.advance()
             ItemChanges.advance()
+            // (name, old owner, new owner): a provider that had an owner went away or was replaced.
+            if let body = g_dbus_message_get_body(signal), g_variant_is_of_type(body, variantType("(sss)")) != 0,
+               let oldOwner = g_variant_get_child_value(body, 1) {
+                defer { g_variant_unref(oldOwner) }
+                if g_variant_get_string(oldOwner, nil).pointee != 0 {
+                    InFlightCalls.shared.providerWentAway(epoch: ProviderChanges.epoch)
+                }
+            }
         }
     }
 

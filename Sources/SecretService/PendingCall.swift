@@ -44,6 +44,7 @@ final class PendingCall<Value: Sendable>: Sendable {
             }
         }
         timeout.withLock { $0?.cancel(); $0 = nil }
+        InFlightCalls.shared.remove(self)
         guard let continuation else { return false }
         if case .failure = result { g_cancellable_cancel(cancellable.pointer) }
         continuation.resume(with: result)
@@ -53,10 +54,16 @@ final class PendingCall<Value: Sendable>: Sendable {
     /// Runs the call: `start` is invoked on the GLib loop thread and must start exactly one
     /// asynchronous libsecret operation that eventually calls `finish`. Throws the operation's
     /// error, `SecretServiceError.timedOut` at `deadline`, or `CancellationError`.
+    ///
+    /// A call that waits on the provider (`dependsOnProvider`, all but connecting to the bus) also
+    /// ends, with `.disconnected`, as soon as the bus reports that the provider went away: a
+    /// method call would get the bus's NoReply anyway, but libsecret 0.20.5 waits for a prompt's
+    /// Completed signal forever when the provider vanishes in the middle of it.
     @discardableResult
     static func run(
         operation: String,
         deadline: Deadline,
+        dependsOnProvider: Bool = true,
         _ start: @escaping @Sendable (PendingCall<Value>) -> Void
     ) async throws -> Value {
         let call = PendingCall<Value>()
@@ -84,6 +91,13 @@ final class PendingCall<Value: Sendable>: Sendable {
                         call.finish(.failure(SecretServiceError.timedOut(operation, after: deadline.timeout)))
                     }
                     call.timeout.withLock { $0 = handle }
+                    if dependsOnProvider {
+                        InFlightCalls.shared.add(call) {
+                            call.finish(.failure(SecretServiceError(
+                                .disconnected, operation: operation,
+                                message: "the Secret Service provider went away during the call.")))
+                        }
+                    }
                     start(call)
                 }
             }
@@ -108,5 +122,37 @@ struct Deadline: Sendable {
     var remaining: Duration? {
         let left = instant - .now
         return left > .zero ? left : nil
+    }
+}
+
+/// The provider-dependent calls in flight, so that they can end at once when the provider goes away.
+final class InFlightCalls: Sendable {
+    static let shared = InFlightCalls()
+
+    private struct Entry {
+        /// ``ProviderChanges/epoch`` when the call started.
+        let epoch: UInt64
+        let fail: @Sendable () -> Void
+    }
+    private let calls = Locked<[ObjectIdentifier: Entry]>([:])
+
+    /// Registers `call` (removed again by `remove`, which `PendingCall.finish` calls).
+    func add(_ call: AnyObject, fail: @escaping @Sendable () -> Void) {
+        let entry = Entry(epoch: ProviderChanges.epoch, fail: fail)
+        calls.withLock { $0[ObjectIdentifier(call)] = entry }
+    }
+
+    func remove(_ call: AnyObject) {
+        _ = calls.withLock { $0.removeValue(forKey: ObjectIdentifier(call)) }
+    }
+
+    /// Fails every call that started before the provider change that made the epoch `epoch`.
+    /// Runs on the loop thread: failing a call cancels its GCancellable, and libsecret's cancel
+    /// handlers must run where libsecret runs.
+    func providerWentAway(epoch: UInt64) {
+        GLibLoop.shared.perform { [self] in
+            let stale = calls.withLock { calls in calls.values.filter { $0.epoch < epoch } }
+            for entry in stale { entry.fail() }
+        }
     }
 }

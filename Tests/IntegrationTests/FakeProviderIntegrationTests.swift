@@ -148,6 +148,20 @@ extension Integration {
             #expect(try fake.items().first?.secret == Data("\"kept\"".utf8))
         }
 
+        /// KeePassXC crashing while it shows a prompt: libsecret would wait for the prompt forever;
+        /// the call ends as soon as the bus reports the provider gone, long before its deadline.
+        @Test func providerExitingDuringAPromptEndsTheCallAtOnce() throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            #expect(try fake.probe(["save", account, "kept"]).status == 0)
+            try fake.control(["scenario", "prompt-then-exit"])
+            let (result, elapsed) = try timed { try fake.probe(["--timeout-ms", "20000", "get", account], timeout: 60) }
+            // libsecret logs a GLib-GIO-CRITICAL (g_task_return_error with no error) before our line.
+            #expect(result.status == 3, "exit \(result.status): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").contains { $0.hasPrefix("error: noSecretService:") }, "\(result.stderr)")
+            #expect(elapsed < .seconds(5), "ended when the provider went away, not at the 20 s deadline: \(elapsed)")
+        }
+
         @Test func promptResultOfTheWrongTypeDoesNotHang() throws {
             try Harness.requireHarness()
             let fake = try FakeSecretServiceInstance()

@@ -111,6 +111,7 @@ SCENARIOS = {
     'locked-prompt-dismissed': {'delay': '0.1'},
     'prompt-never-completes': {},
     'prompt-wrong-type': {'delay': '0.1'},
+    'prompt-then-exit': {'delay': '0.2'},
     'slow': {'delay': '30'},
     'exit-mid-call': {'method': 'GetSecret,GetSecrets,SetSecret,CreateItem,Delete', 'when': 'before'},
     'plain-only': {},
@@ -124,6 +125,7 @@ PROMPT_OUTCOMES = {
     'locked-prompt-dismissed': 'dismiss',
     'prompt-never-completes': 'never',
     'prompt-wrong-type': 'wrong-type',
+    'prompt-then-exit': 'exit',
 }
 
 
@@ -833,7 +835,7 @@ class SessionObject(SecretObject):
 class PromptObject(SecretObject):
     """The prompt Unlock returns in the prompt scenarios. `outcome` is what Prompt() leads to:
     complete (unlock, Completed(false, ao)), dismiss (Completed(true, ao [])), never (nothing),
-    wrong-type (Completed(false, a string))."""
+    wrong-type (Completed(false, a string)), exit (the service exits with the prompt open)."""
 
     def __init__(self, fake, path, outcome, objects, delay):
         super().__init__(fake, path)
@@ -871,6 +873,8 @@ class PromptObject(SecretObject):
             self.complete(False, dbus.Array(self.objects, signature='o'))
         elif self.outcome == 'dismiss':
             self.complete(True, dbus.Array([], signature='o'))
+        elif self.outcome == 'exit':
+            self.fake.exit('Prompt')
         else:  # wrong-type: a string where libsecret expects an array of object paths
             self.complete(False, dbus.String('unlocked'))
         return False
