@@ -26,9 +26,10 @@ private func kind(_ body: () async throws -> Void) async -> String? {
 
 @Suite("Provider quirks handled by the item rules")
 struct ProviderQuirkTests {
-    /// A locked KWallet answers GetSecret on a known item with an empty secret and still accepts
-    /// SetSecret and Delete. Lock is announced (CollectionChanged: the generation moves).
-    @Test func aLockedCollectionThatAnswersEmptyIsLockedAndNothingIsWritten() async throws {
+    /// A storage whose item was read once (so it is remembered), then the collection locked the way
+    /// KWallet locks: reads answer an empty secret, writes and deletes are still accepted, prompts
+    /// are impossible. `announced`: the provider said so (CollectionChanged moves the generation).
+    private func rememberedItemThenLockedLikeKWallet(announced: Bool) async throws -> (FakeSecretService, KeychainStorage<String>) {
         let fake = FakeSecretService()
         _ = fake.seed(attributes: ourAttributes, secret: #""kept""#, label: ourLabel)
         let keychain = storage(fake)
@@ -37,31 +38,28 @@ struct ProviderQuirkTests {
             state.collectionLocked = true
             state.lockedAnswersEmpty = true
             state.promptsUnlock = false
-            state.generation += 1
+            if announced { state.generation += 1 }
         }
-        let writesBefore = fake.writes
+        return (fake, keychain)
+    }
+
+    @Test func anAnnouncedLockIsLockedForGetSaveAndDeleteAndNothingIsWritten() async throws {
+        let (fake, keychain) = try await rememberedItemThenLockedLikeKWallet(announced: true)
         #expect(await kind { _ = try await keychain.get() } == "locked")
         #expect(await kind { try await keychain.save(item: "overwrite") } == "locked")
         #expect(await kind { try await keychain.delete() } == "locked")
-        #expect(fake.writes == writesBefore, "nothing written or deleted while locked")
+        #expect(fake.writes.isEmpty, "nothing written or deleted while locked")
         #expect(fake.items.values.first?.secret.bytes == Data(#""kept""#.utf8))
     }
 
-    /// The same when the lock was not announced (the remembered item is still trusted): an empty
-    /// secret is only believed once the collection is known to be unlocked.
+    /// The remembered item is still trusted: an empty secret is only believed once the collection
+    /// is known to be unlocked.
     @Test func anUnannouncedLockIsFoundThroughTheEmptySecret() async throws {
-        let fake = FakeSecretService()
-        _ = fake.seed(attributes: ourAttributes, secret: #""kept""#, label: ourLabel)
-        let keychain = storage(fake)
-        #expect(try await keychain.get() == "kept")
-        fake.state.withLock { state in
-            state.collectionLocked = true
-            state.lockedAnswersEmpty = true
-            state.promptsUnlock = false
-        }
+        let (fake, keychain) = try await rememberedItemThenLockedLikeKWallet(announced: false)
         #expect(await kind { _ = try await keychain.get() } == "locked")
         #expect(await kind { try await keychain.save(item: "overwrite") } == "locked")
         #expect(fake.writes.isEmpty)
+        #expect(fake.items.values.first?.secret.bytes == Data(#""kept""#.utf8))
     }
 
     /// KeePassXC 2.7.4 hangs on CreateItem(replace: true) over another client's item.
