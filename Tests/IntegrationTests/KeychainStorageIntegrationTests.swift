@@ -250,6 +250,32 @@ struct Integration {
             try await storage.delete()
         }
 
+        /// Two items of one account with the same label, as two processes creating it at once leave
+        /// them (KWallet files items by label): collapsing them keeps one item with all its attributes.
+        @Test func duplicatesWithTheSameLabelCollapseToOneCompleteItem() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            let label = "\(account) (com.pingidentity.keychainService)"
+            let attributes = lookup(account).merging(["username": account, "xdg:schema": "com.pingidentity.PingStorage"]) { $1 }
+            let client = SecretServiceClient()
+            // Binary, as SecuredKeyEncryptor's envelopes are (KWallet keeps those apart from text).
+            for value in ["first", "second"] {
+                _ = try await client.createItem(in: .default, label: label, attributes: attributes,
+                                                secret: SecretValue(bytes: Data("\"\(value)\"".utf8),
+                                                                    contentType: "application/octet-stream"),
+                                                replacing: false)
+            }
+            #expect(try SecretTool.search(lookup(account)).count == 2)
+            let storage = KeychainStorage<String>(account: account)
+            try await storage.save(item: "collapsed")
+            let items = try SecretTool.search(lookup(account))
+            #expect(items.count == 1)
+            #expect(items.first?.storedAttributes == attributes)
+            #expect(items.first?.label == label)
+            #expect(try await storage.get() == "collapsed")
+            try await storage.delete()
+        }
+
         @Test func corruptItemIsReportedAndLeftUntouched() async throws {
             try Harness.requireHarness()
             let account = uniqueAccount()
