@@ -536,6 +536,17 @@ enum LibSecret {
 /// thread as the reply is read — hands the reply straight to the waiting task. The secret is then
 /// decrypted with libsecret's own session (`secret_service_decode_dbus_secret`) on the caller's
 /// thread. Deadlines are kept by one timer on the loop, armed only for the earliest pending call.
+/// A GLib object that passes from one thread to another, used by one thread at a time: the
+/// message the calling thread builds and sends, the reply the filter hands to the waiting task.
+///
+/// `@unchecked Sendable`: whoever hands the value over never touches it again (the filter returns
+/// NULL to GDBus for a reply it hands over, and the sender only reads the reply it was given), and
+/// GObject reference counting is thread-safe.
+struct HandedOver<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
 final class DirectReplies: Sendable {
     static let shared = DirectReplies()
 
@@ -544,7 +555,7 @@ final class DirectReplies: Sendable {
     final class Waiter: Sendable {
         private enum Phase {
             case notStarted
-            case waiting(CheckedContinuation<LoopBound<OpaquePointer>, any Error>)
+            case waiting(CheckedContinuation<HandedOver<OpaquePointer>, any Error>)
             case finished
         }
         let operation: String
@@ -557,7 +568,7 @@ final class DirectReplies: Sendable {
         }
 
         /// Starts waiting; false when the call already ended (its Task was cancelled first).
-        func install(_ continuation: CheckedContinuation<LoopBound<OpaquePointer>, any Error>) -> Bool {
+        func install(_ continuation: CheckedContinuation<HandedOver<OpaquePointer>, any Error>) -> Bool {
             phase.withLock { phase in
                 guard case .notStarted = phase else { return false }
                 phase = .waiting(continuation)
@@ -567,7 +578,7 @@ final class DirectReplies: Sendable {
 
         /// Delivers `result` unless the call already ended; a reply that comes too late is released.
         func finish(_ result: Result<OpaquePointer, any Error>) {
-            let waiting = phase.withLock { phase -> CheckedContinuation<LoopBound<OpaquePointer>, any Error>? in
+            let waiting = phase.withLock { phase -> CheckedContinuation<HandedOver<OpaquePointer>, any Error>? in
                 defer { phase = .finished }
                 if case .waiting(let continuation) = phase { return continuation }
                 return nil
@@ -576,7 +587,7 @@ final class DirectReplies: Sendable {
                 if case .success(let message) = result { g_object_unref(UnsafeMutableRawPointer(message)) }
                 return
             }
-            waiting.resume(with: result.map { LoopBound($0) })
+            waiting.resume(with: result.map { HandedOver($0) })
         }
     }
 
@@ -649,7 +660,7 @@ final class DirectReplies: Sendable {
               deadline: Deadline) async throws -> OpaquePointer {
         defer { g_object_unref(UnsafeMutableRawPointer(message)) }
         let waiter = Waiter(operation: operation, deadline: deadline)
-        let sent = LoopBound((message, connection))
+        let sent = HandedOver((message, connection))
         let reply = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard waiter.install(continuation) else {
