@@ -77,7 +77,7 @@ struct KeychainItems: Sendable {
                 try await retryingVanishedItem {
                     let generation = backend.itemGeneration
                     guard let paths = try await findItems() else {
-                        try await create(value)
+                        try await create(value, searchedAt: generation)
                         return
                     }
                     var target = try await newest(paths)
@@ -128,14 +128,17 @@ struct KeychainItems: Sendable {
     /// created or deleted meanwhile, the account is searched again and duplicates that a concurrent
     /// creator left are collapsed onto the one every process picks alike (``isOlder``), so racing
     /// processes converge on one item instead of each deleting the other's.
-    private func create(_ value: SecretValue) async throws {
-        let generation = backend.itemGeneration
+    ///
+    /// `generation` is the item generation read before the search that found no item.
+    private func create(_ value: SecretValue, searchedAt generation: UInt64) async throws {
         let path = try await backend.createItem(
             in: configuration.collection, label: label, attributes: itemAttributes,
             secret: value, replacing: false)
         // Our own ItemCreated arrives before the reply to CreateItem: if the generation moved by
-        // exactly one, nothing else was created or deleted meanwhile and the new item is the
-        // account's only one (remembered, so the next read is one GetSecret).
+        // exactly one since before the search, nothing else was created or deleted between the
+        // search that found nothing and our item, so it is the account's only one (remembered, so
+        // the next read is one GetSecret). A process creating the account after us sees our
+        // ItemCreated too, and collapses the two.
         if backend.itemGeneration == generation + 1 {
             backend.knownItems[lockKey] = KnownItem(path: path, generation: generation + 1, isComplete: true)
             return

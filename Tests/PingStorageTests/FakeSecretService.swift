@@ -34,6 +34,9 @@ final class FakeSecretService: SecretServiceBackend {
         /// When set, the next createItem also adds an item with these attributes, newer than ours:
         /// another process creating the same account at the same moment.
         var concurrentCreator: [String: String]?
+        /// When set, the next search answers as if these attributes had no item, and then another
+        /// process's item with them appears (between our search and our CreateItem).
+        var creatorAfterSearch: [String: String]?
     }
     let state = Locked(State())
     let collectionPath = "/org/freedesktop/secrets/collection/login"
@@ -70,6 +73,16 @@ final class FakeSecretService: SecretServiceBackend {
         try check("search")
         return state.withLock { state in
             state.searches += 1
+            if let theirs = state.creatorAfterSearch {
+                state.creatorAfterSearch = nil
+                let other = "\(collectionPath)/\(state.nextNumber)"
+                state.nextNumber += 1
+                let time = tick(&state).addingTimeInterval(60)
+                state.items[other] = Item(label: "theirs", attributes: theirs, secret: SecretValue(bytes: Data(#""theirs""#.utf8)),
+                                          created: time, modified: time)
+                state.generation += 1
+                return SecretSearchResult(unlocked: [], locked: [])
+            }
             let paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
                 .keys.sorted()
             return state.collectionLocked ? SecretSearchResult(unlocked: [], locked: paths)

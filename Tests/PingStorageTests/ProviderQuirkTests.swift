@@ -82,6 +82,15 @@ struct ProviderQuirkTests {
         #expect(fake.writes.contains { $0.hasPrefix("delete ") })
     }
 
+    /// Another process creates the account between our search (nothing there) and our CreateItem:
+    /// the generation moved by two since the search, so the duplicate is collapsed at once.
+    @Test func anItemCreatedBetweenOurSearchAndOurCreateIsCollapsed() async throws {
+        let fake = FakeSecretService()
+        fake.state.withLock { $0.creatorAfterSearch = lookupAttributes }
+        try await storage(fake).save(item: "ours")
+        #expect(fake.items.count == 1, "one item right after the save")
+    }
+
     /// KeePassXC refuses attribute writes that contain its own Uuid/Path/TOTP: our attributes and
     /// label are still added, and its own are kept.
     @Test func refusedProviderAttributesAreLeftOutOfTheWrite() async throws {
