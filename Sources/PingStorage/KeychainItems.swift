@@ -154,21 +154,17 @@ struct KeychainItems: Sendable {
     /// service and account either way.
     private func complete(_ item: SecretItemInfo, wanted: [String: String]) async throws {
         let newLabel = item.label == label ? nil : label
-        do {
-            try await backend.updateItem(item.path, label: newLabel, attributes: wanted == item.attributes ? nil : wanted)
-        } catch let error as SecretServiceError where error.code == .providerError {
-            // KeePassXC publishes attributes of its own that it refuses to be written back
-            // (InvalidArgs): try once more without them, then give up on the attributes.
-            let writable = wanted.filter { !Self.providerOwnedAttributes.contains($0.key) }
+        // All the attributes; then without those KeePassXC publishes itself and refuses to be
+        // written back (InvalidArgs); then the label alone. The first the provider takes wins.
+        var attempts: [[String: String]?] = wanted == item.attributes ? [nil]
+            : [wanted, wanted.filter { !Self.providerOwnedAttributes.contains($0.key) }, nil]
+        if newLabel == nil { attempts.removeAll { $0 == nil } }
+        for attributes in attempts {
             do {
-                try await backend.updateItem(item.path, label: newLabel, attributes: writable)
+                try await backend.updateItem(item.path, label: newLabel, attributes: attributes)
+                return
             } catch let error as SecretServiceError where error.code == .providerError {
-                guard let newLabel else { return }
-                do {
-                    try await backend.updateItem(item.path, label: newLabel, attributes: nil)
-                } catch let error as SecretServiceError where error.code == .providerError {
-                    // The provider keeps the other tool's label; nothing depends on it.
-                }
+                continue  // the provider keeps what the other tool wrote; nothing depends on it
             }
         }
     }

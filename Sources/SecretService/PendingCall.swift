@@ -97,6 +97,9 @@ final class PendingCall<Value: Sendable>: Sendable {
                                 .disconnected, operation: operation,
                                 message: "the Secret Service provider went away during the call.")))
                         }
+                        // Cancelled from another thread since the check above: its `finish` may
+                        // have run before the entry existed, which would then never be removed.
+                        if call.isFinished { InFlightCalls.shared.remove(call) }
                     }
                     start(call)
                 }

@@ -275,7 +275,7 @@ public struct SecretServiceClient: Sendable {
                 connection.service, path: path, interface: "org.freedesktop.Secret.Item", deadline: deadline)
             return SecretItemInfo(
                 path: path,
-                collectionPath: String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)]),
+                collectionPath: Self.collectionPath(ofItem: path),
                 label: properties.label ?? "",
                 attributes: properties.attributes ?? [:],
                 created: Date(timeIntervalSince1970: TimeInterval(properties.created ?? 0)),
@@ -310,13 +310,14 @@ public struct SecretServiceClient: Sendable {
             // secret that cannot be decrypted), or the session's keys disagree with the
             // provider's (KWallet gets about one DH exchange in 200 wrong without noticing).
             // Tell the two apart by the item's and its collection's lock state.
-            let collectionPath = String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
-            let item = try await LibSecret.properties(
+            let collectionPath = Self.collectionPath(ofItem: path)
+            async let item = LibSecret.properties(
                 connection.service, path: path, interface: "org.freedesktop.Secret.Item", deadline: deadline)
-            let collection = try await LibSecret.properties(
+            async let collection = LibSecret.properties(
                 connection.service, path: collectionPath, interface: "org.freedesktop.Secret.Collection",
                 deadline: deadline)
-            let locked = [item.locked == true ? path : nil, collection.locked == true ? collectionPath : nil].compactMap { $0 }
+            let (itemLocked, collectionLocked) = try await (item.locked == true, collection.locked == true)
+            let locked = [itemLocked ? path : nil, collectionLocked ? collectionPath : nil].compactMap { $0 }
             if locked.isEmpty {
                 throw SecretServiceError(
                     .disconnected, operation: "read secret",
@@ -444,6 +445,11 @@ public struct SecretServiceClient: Sendable {
                 throw mapped
             }
         }
+    }
+
+    /// The collection an item belongs to: its path's parent.
+    private static func collectionPath(ofItem path: String) -> String {
+        String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
     }
 
     private func resolve(
