@@ -19,21 +19,27 @@ let package = Package(
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
         ),
-        // libgcrypt (already a dependency of libsecret) for SecuredKeyEncryptor's AES-256-GCM.
-        .systemLibrary(
-            name: "CGcrypt",
-            pkgConfig: "libgcrypt",
-            providers: [.apt(["libgcrypt20-dev"])]
-        ),
+        // libgcrypt (already a dependency of libsecret; Debian: libgcrypt20-dev), and the one
+        // process-wide initialisation of it that SecretService and PingStorageCrypto both use.
+        .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
+        // The package's one lock type.
+        .target(name: "Locking"),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
-        .target(name: "PingStorageCrypto", dependencies: ["CGcrypt"]),
+        .target(name: "PingStorageCrypto", dependencies: ["CGcrypt", "Locking"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
-        .target(name: "SecretService", dependencies: ["CLibSecret"]),
+        .target(name: "SecretService", dependencies: ["CLibSecret", "CGcrypt", "Locking"]),
         // Layer 3: the iOS-compatible Storage API.
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "Locking"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
+        // Test support: a process that races libgcrypt's initialisation on purpose, holding one
+        // thread inside it through an access(2) interposer (CAccessGate).
+        .target(name: "CAccessGate"),
+        .executableTarget(
+            name: "gcrypt-race-probe",
+            dependencies: ["CAccessGate", "PingStorage", "PingStorageCrypto", "SecretService"]
+        ),
         // The side-by-side benchmark (benchmark/run): raw libsecret from C next to KeychainStorage.
         .target(name: "CBenchmarkLibsecret", dependencies: ["CLibSecret"]),
         .executableTarget(
@@ -44,12 +50,12 @@ let package = Package(
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
-        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage"]),
+        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "Locking"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring"]
+            dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,3 +1,4 @@
+import Locking
 import SecretService
 
 /// Serializes operations on the same item within the process, so that a save (search, write,

@@ -14,8 +14,20 @@ package enum AESGCM {
     // MARK: Core (raw buffers; sizes checked by the callers)
 
     /// Encrypts `plaintext` into `ciphertext` (same length) and writes the tag into `tag`.
-    /// Does not check ``CryptoLibrary/isAvailable`` (the library's self-test runs through here).
+    /// Fails with ``EnvelopeError/cryptoUnavailable`` unless ``CryptoLibrary/isAvailable`` (which
+    /// initialises libgcrypt on first use).
     package static func seal(
+        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        plaintext: UnsafeRawBufferPointer,
+        ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
+    ) -> Result<Void, EnvelopeError> {
+        guard CryptoLibrary.isAvailable else { return .failure(.cryptoUnavailable) }
+        return sealInitialized(key: key, nonce: nonce, aad: aad, plaintext: plaintext, ciphertext: ciphertext, tag: tag)
+    }
+
+    /// ``seal(key:nonce:aad:plaintext:ciphertext:tag:)`` for callers that know libgcrypt is
+    /// initialised: the library's own self-test, which runs inside that initialisation.
+    private static func sealInitialized(
         key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         plaintext: UnsafeRawBufferPointer,
         ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
@@ -32,9 +44,22 @@ package enum AESGCM {
     }
 
     /// Decrypts `ciphertext` into `plaintext` (same length) and verifies `tag`. On any failure
-    /// `plaintext` has been zeroed: unauthenticated plaintext never survives.
-    /// Does not check ``CryptoLibrary/isAvailable``.
+    /// `plaintext` has been zeroed: unauthenticated plaintext never survives. Fails with
+    /// ``EnvelopeError/cryptoUnavailable`` unless ``CryptoLibrary/isAvailable``.
     package static func open(
+        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
+        plaintext: UnsafeMutableRawBufferPointer
+    ) -> Result<Void, EnvelopeError> {
+        guard CryptoLibrary.isAvailable else {
+            zeroize(plaintext)
+            return .failure(.cryptoUnavailable)
+        }
+        return openInitialized(key: key, nonce: nonce, aad: aad, ciphertext: ciphertext, tag: tag, plaintext: plaintext)
+    }
+
+    /// ``open(key:nonce:aad:ciphertext:tag:plaintext:)`` for the self-test (see ``sealInitialized``).
+    private static func openInitialized(
         key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         plaintext: UnsafeMutableRawBufferPointer
@@ -118,8 +143,8 @@ package enum AESGCM {
 
     /// Runs McGrew–Viega GCM test case 16 (AES-256, 96-bit IV, 20 bytes of AAD, 60 bytes of
     /// plaintext) through ``seal(key:nonce:aad:plaintext:ciphertext:tag:)`` and
-    /// ``open(key:nonce:aad:ciphertext:tag:plaintext:)``, and checks that a modified tag is
-    /// rejected. Returns nil on success or what went wrong. Called once, during library
+    /// ``open(key:nonce:aad:ciphertext:tag:plaintext:)`` (their unchecked cores), and checks that a
+    /// modified tag is rejected. Returns nil on success or what went wrong. Called during library
     /// initialisation, so it must not touch ``CryptoLibrary``.
     static func selfTest() -> String? {
         let key = hexBytes("feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308")
@@ -136,7 +161,7 @@ package enum AESGCM {
         var sealed = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
         let sealResult = withBuffers(key, nonce, aad, plaintext) { key, nonce, aad, plaintext in
             sealed.withUnsafeMutableBytes { out in
-                seal(
+                sealInitialized(
                     key: key, nonce: nonce, aad: aad, plaintext: plaintext,
                     ciphertext: UnsafeMutableRawBufferPointer(rebasing: out[0..<plaintext.count]),
                     tag: UnsafeMutableRawBufferPointer(rebasing: out[plaintext.count...]))
@@ -151,7 +176,7 @@ package enum AESGCM {
             var opened = [UInt8](repeating: 0, count: plaintext.count)
             let openResult = withBuffers(key, nonce, aad, input) { key, nonce, aad, input in
                 opened.withUnsafeMutableBytes { out in
-                    open(
+                    openInitialized(
                         key: key, nonce: nonce, aad: aad,
                         ciphertext: UnsafeRawBufferPointer(rebasing: input[0..<out.count]),
                         tag: UnsafeRawBufferPointer(rebasing: input[out.count...]), plaintext: out)

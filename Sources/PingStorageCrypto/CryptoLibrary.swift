@@ -1,115 +1,94 @@
-// libgcrypt is process-global: it must be initialised once (gcry_check_version first, then
-// GCRYCTL_INITIALIZATION_FINISHED), and libsecret, which lives in the same process, initialises it
-// too. libsecret's egg_libgcrypt_initialize() (egg/egg-libgcrypt.c) runs once under g_once, and
-// only if GCRYCTL_INITIALIZATION_FINISHED_P is false does it call gcry_check_version, install its
-// log/out-of-core/fatal handlers and its allocation handlers (egg secure memory), then
-// GCRYCTL_INITIALIZATION_FINISHED. If initialisation is already finished it leaves libgcrypt alone.
-//
-// So both orders work like this:
-// * libsecret first: initialisation is finished when we look. We only call gcry_check_version with
-//   our minimum (idempotent once initialised: it compares versions and changes nothing) and use
-//   libgcrypt as libsecret configured it.
-// * we first: we do what an application would — gcry_check_version, silence the secure-memory
-//   warning, GCRYCTL_INITIALIZATION_FINISHED. libsecret later sees a finished library and skips its
-//   own set-up; its gcry_mpi_snew/secure allocations then come from libgcrypt's own mlock'ed pool,
-//   created on first use, instead of egg secure memory. Both are mlock'ed when the limit allows
-//   and wiped on free.
-// * someone started but did not finish (another library between its gcry_check_version and
-//   GCRYCTL_INITIALIZATION_FINISHED, or an application that never finishes): we check the version
-//   and do not finish on their behalf.
-//
-// Allocation handlers are the dangerous part: memory gcry_malloc'ed before libsecret installs its
-// handlers would be freed by egg_secure_free afterwards. PingStorageCrypto therefore never asks
-// libgcrypt for memory that outlives a call: keys live in our own `SecureBytes`, and cipher handles
-// are opened and closed inside one call. The remaining window is two threads initialising at the
-// same instant (our swift_once and libsecret's g_once are different locks); callers close it by
-// touching `CryptoLibrary.isAvailable` before the first libsecret call.
+internal import CGcrypt
+import Locking
 
-/// The state of libgcrypt in this process, decided once.
+// libgcrypt is process-global, and libsecret in the same process uses it too. Both now go through
+// one process-wide once in C (`cgcrypt_initialize`, CGcrypt): SecretService calls it before its
+// libsecret thread starts, and this module calls it first thing. Whoever gets there first
+// initialises libgcrypt completely, on one thread, under one lock; libsecret later finds the
+// library finished and leaves it as it is (its egg_libgcrypt_initialize only initialises when
+// GCRYCTL_INITIALIZATION_FINISHED_P is false).
+//
+// When the application (or another library) initialised libgcrypt before us, we use it as they
+// configured it. When they started without finishing (between their gcry_check_version and their
+// GCRYCTL_INITIALIZATION_FINISHED), we do not finish on their behalf, and nothing is recorded:
+// the next call looks again, so a transient state never becomes "unavailable for the process".
+//
+// Memory: PingStorageCrypto never asks libgcrypt for memory that outlives a call (keys live in our
+// own `SecureBytes`; cipher handles are opened and closed inside one call).
+
+/// What is known about libgcrypt in this process.
 private struct LibraryState: Sendable {
-    enum Role: Sendable {
-        /// We ran gcry_check_version and GCRYCTL_INITIALIZATION_FINISHED.
-        case initializedHere
-        /// Someone else (libsecret, the application) had already finished initialisation.
-        case initializedElsewhere
-        /// Someone else had started initialisation without finishing it; we left it that way.
-        case startedElsewhere
-        /// libgcrypt could not be used.
-        case unavailable
-    }
-
-    var role: Role
+    var isAvailable: Bool
+    var initializedHere: Bool
     var version: String?
     var unavailabilityReason: String?
 }
 
-/// Initialised on first use, exactly once and thread-safely (Swift global `let`s are lazily
-/// initialised under `swift_once`).
-private let libraryState: LibraryState = initializeLibrary()
+/// The settled state, once it is final (nil before, and while someone else's initialisation is
+/// unfinished).
+private let settledState = Locked<LibraryState?>(nil)
 
-private func initializeLibrary() -> LibraryState {
-    let minimum = CryptoLibrary.minimumVersion
-    let role: LibraryState.Role
-    if Gcrypt.isInitializationFinished() {
-        role = .initializedElsewhere
-    } else if Gcrypt.isAnyInitializationDone() {
-        role = .startedElsewhere
-    } else {
-        role = .initializedHere
+private func libraryState() -> LibraryState {
+    if let settled = settledState.withLock({ $0 }) { return settled }
+    var versionPointer: UnsafePointer<CChar>?
+    let role = cgcrypt_initialize(&versionPointer)
+    let version = versionPointer.map { String(cString: $0) }
+    var state = LibraryState(isAvailable: true, initializedHere: role == CGCRYPT_INITIALIZED_HERE,
+                             version: version, unavailabilityReason: nil)
+    if cgcrypt_version_at_least(CryptoLibrary.minimumVersion) == 0 {
+        state.isAvailable = false
+        state.unavailabilityReason = "libgcrypt \(version ?? "unknown") is older than the required \(CryptoLibrary.minimumVersion)"
+    } else if let failure = AESGCM.selfTest() {
+        // A known answer (McGrew–Viega GCM test case 16) through the same code path as every seal
+        // and open: fails if the library is broken or refuses caller-chosen nonces (some FIPS
+        // configurations).
+        state.isAvailable = false
+        state.unavailabilityReason = "self-test failed: \(failure)"
     }
-
-    guard let version = Gcrypt.checkVersion(minimum: minimum) else {
-        let running = Gcrypt.runningVersion() ?? "unknown"
-        return LibraryState(
-            role: .unavailable, version: running,
-            unavailabilityReason: "libgcrypt \(running) is older than the required \(minimum)")
+    if role != CGCRYPT_STARTED_ELSEWHERE {
+        settledState.withLock { $0 = state }
     }
-
-    if role == .initializedHere {
-        let finished = Gcrypt.disableSecureMemoryWarning().flatMap { Gcrypt.finishInitialization() }
-        if case .failure(let error) = finished {
-            return LibraryState(role: .unavailable, version: version, unavailabilityReason: error.description)
-        }
-    }
-
-    // Power-on self-test: a known answer (McGrew–Viega GCM test case 16) through the same code path
-    // as every seal and open. Fails if the library is broken or refuses caller-chosen nonces
-    // (e.g. some FIPS configurations), in which case encryption is reported as unavailable.
-    if let failure = AESGCM.selfTest() {
-        return LibraryState(role: .unavailable, version: version, unavailabilityReason: "self-test failed: \(failure)")
-    }
-    return LibraryState(role: role, version: version, unavailabilityReason: nil)
+    return state
 }
 
 /// The cryptographic library behind PingStorageCrypto (libgcrypt), initialised on first use.
 ///
 /// Initialisation happens once per process, on whichever thread first touches any member or any
-/// operation of this module, and is safe to race. It cooperates with libsecret, which uses the same
-/// libgcrypt: whichever of the two initialises first, the other leaves the library as it is. To keep
-/// the two from initialising at the same instant on different threads, read ``isAvailable`` before
-/// the first libsecret call of the process (for instance when an encryptor is created).
+/// operation of this module or opens a Secret Service connection, and is safe to race: both go
+/// through one process-wide once, so libsecret (which uses the same libgcrypt) never initialises
+/// it at the same time. Thread-safe.
 public enum CryptoLibrary {
     /// The oldest libgcrypt accepted. GCM and built-in thread safety arrived in 1.6; 1.8 is the
     /// oldest release series a supported distribution shipped (Debian 10 has 1.8.4).
     public static let minimumVersion = "1.8.0"
 
+    /// Initialises libgcrypt now, if nobody has, and tells whether AES-256-GCM can be used.
+    ///
+    /// PingStorage initialises libgcrypt by itself on first use; call this only when your
+    /// application has other libgcrypt users that may start on other threads (another library,
+    /// your own code): call it first, before those start, and they will find libgcrypt finished.
+    /// If your application initialises libgcrypt itself, do that before the first PingStorage call
+    /// instead; PingStorage then uses libgcrypt as you configured it. Thread-safe; idempotent.
+    /// - Returns: ``isAvailable``.
+    @discardableResult
+    public static func initialize() -> Bool { libraryState().isAvailable }
+
     /// Whether AES-256-GCM can be used: libgcrypt is present, at least ``minimumVersion``,
     /// initialised, and passed a known-answer self-test.
     ///
     /// When false, ``Envelope`` operations throw ``EnvelopeError/cryptoUnavailable`` and an
-    /// encryptor's failable initialiser should return nil. Thread-safe; the first access initialises
-    /// libgcrypt and never blocks on I/O.
-    public static var isAvailable: Bool { libraryState.role != .unavailable }
+    /// encryptor's failable initialiser should return nil. Thread-safe.
+    public static var isAvailable: Bool { libraryState().isAvailable }
 
     /// The running libgcrypt version (e.g. `"1.10.1"`), for diagnostics.
-    public static var version: String? { libraryState.version }
+    public static var version: String? { libraryState().version }
 
     /// Why ``isAvailable`` is false, for a person; nil when it is true.
-    public static var unavailabilityReason: String? { libraryState.unavailabilityReason }
+    public static var unavailabilityReason: String? { libraryState().unavailabilityReason }
 
-    /// Whether this module finished libgcrypt's initialisation itself (true) or found it already
-    /// started or finished by someone else, such as libsecret (false). For tests and diagnostics.
-    package static var didInitializeLibrary: Bool { libraryState.role == .initializedHere }
+    /// Whether libgcrypt was initialised by this package (true) or found already finished by
+    /// someone else, such as the application (false). For tests and diagnostics.
+    package static var didInitializeLibrary: Bool { libraryState().initializedHere }
 
     /// Throws ``EnvelopeError/cryptoUnavailable`` unless ``isAvailable``.
     static func requireAvailable() throws(EnvelopeError) {

@@ -7,51 +7,6 @@ internal import CGcrypt
 
 /// The libgcrypt entry points PingStorageCrypto uses.
 enum Gcrypt {
-    // MARK: Initialisation
-
-    /// Whether libgcrypt's initialisation has been completed by anyone in the process.
-    ///
-    /// The corresponding C call is `gcry_control(GCRYCTL_INITIALIZATION_FINISHED_P)`.
-    static func isInitializationFinished() -> Bool {
-        cgcrypt_initialization_finished_p() != 0
-    }
-
-    /// Whether anyone has started initialising libgcrypt (called `gcry_check_version`).
-    ///
-    /// The corresponding C call is `gcry_control(GCRYCTL_ANY_INITIALIZATION_P)`.
-    static func isAnyInitializationDone() -> Bool {
-        cgcrypt_any_initialization_p() != 0
-    }
-
-    /// Initialises libgcrypt's internals (idempotent) and checks that the running library is at
-    /// least `minimum`. Returns the running version, or nil when it is older.
-    ///
-    /// The corresponding C function is `gcry_check_version`.
-    static func checkVersion(minimum: String) -> String? {
-        gcry_check_version(minimum).map { String(cString: $0) }
-    }
-
-    /// The running library's version, initialising libgcrypt's internals if needed.
-    ///
-    /// The corresponding C function is `gcry_check_version(NULL)`.
-    static func runningVersion() -> String? {
-        gcry_check_version(nil).map { String(cString: $0) }
-    }
-
-    /// Marks initialisation as complete.
-    ///
-    /// The corresponding C call is `gcry_control(GCRYCTL_INITIALIZATION_FINISHED, 0)`.
-    static func finishInitialization() -> Result<Void, EnvelopeError> {
-        check(cgcrypt_initialization_finished(), "finish libgcrypt initialisation")
-    }
-
-    /// Silences libgcrypt's "using insecure memory" warning on stderr.
-    ///
-    /// The corresponding C call is `gcry_control(GCRYCTL_DISABLE_SECMEM_WARN)`.
-    static func disableSecureMemoryWarning() -> Result<Void, EnvelopeError> {
-        check(cgcrypt_disable_secmem_warning(), "configure libgcrypt secure memory")
-    }
-
     // MARK: Random numbers
 
     /// How unpredictable random bytes must be.

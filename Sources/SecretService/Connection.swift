@@ -1,3 +1,4 @@
+import Locking
 import Synchronization
 
 /// A process-wide counter that lets callers cache which item holds what safely.

@@ -1,4 +1,6 @@
 internal import CLibSecret
+internal import CGcrypt
+import Locking
 import Foundation
 
 /// The one thread in the process that runs libsecret.
@@ -19,6 +21,10 @@ final class GLibLoop: Sendable {
     private let context: LoopBound<OpaquePointer>
 
     private init() {
+        // libsecret initialises libgcrypt on this thread's first session unless it finds it
+        // finished; finishing it here, before the thread exists, is what keeps the two from
+        // racing inside libgcrypt's unlocked global_init (see CGcrypt.h).
+        _ = cgcrypt_initialize(nil)
         let context = g_main_context_new()!
         let loop = g_main_loop_new(context, 0)!
         self.context = LoopBound(context)

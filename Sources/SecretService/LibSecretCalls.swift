@@ -1,4 +1,5 @@
 internal import CLibSecret
+import Locking
 import Foundation
 
 // The thin layer over libsecret and GIO: one wrapper per asynchronous C call, each started on the

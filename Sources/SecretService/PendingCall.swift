@@ -1,4 +1,5 @@
 internal import CLibSecret
+import Locking
 
 /// One libsecret call in flight: bridges its GLib callback to a Swift continuation that is resumed
 /// exactly once — by the callback, by the deadline, or by Task cancellation, whichever comes first.

@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+
+/// libgcrypt is initialised once per process, by one process-wide once that both libsecret's side
+/// (SecretService) and PingStorageCrypto go through. Each test runs gcrypt-race-probe, a fresh
+/// process, because who initialises libgcrypt is decided once per process.
+@Suite("libgcrypt: one initialisation per process, whatever races it", .serialized)
+struct GcryptInitializationTests {
+    static var probe: String { Harness.binaryDirectory.appendingPathComponent("gcrypt-race-probe").path }
+
+    func probe(_ arguments: [String]) throws -> ProcessResult {
+        try Harness.requireHarness()
+        return try run(Self.probe, arguments, timeout: 60)
+    }
+
+    @Test("our initialisation, held inside libgcrypt's FIPS check, while a session opens: no abort, crypto available")
+    func ourInitializationHeldWhileASessionOpens() throws {
+        let result = try probe(["our-init-held"])
+        #expect(result.status == 0, "\(result.output)\(result.stderr)")
+        #expect(result.output.contains("session: ok"))
+        #expect(result.output.contains("crypto available: true"))
+    }
+
+    @Test("the session's initialisation, held inside libgcrypt's FIPS check, while SecuredKeyEncryptor() is created: never nil")
+    func sessionInitializationHeldWhileTheEncryptorStarts() throws {
+        let result = try probe(["session-init-held"])
+        #expect(result.status == 0, "\(result.output)\(result.stderr)")
+        #expect(result.output.contains("encryptor: created"))
+    }
+
+    @Test("a session first: libgcrypt was still initialised by this package, before libsecret could")
+    func sessionFirstStillInitialisedHere() throws {
+        let result = try probe(["session-first"])
+        #expect(result.status == 0, "\(result.output)\(result.stderr)")
+        #expect(result.output.contains("initialised by this package: true"))
+    }
+
+    @Test("200 fresh processes whose first get races their first SecuredKeyEncryptor(): no crash, never unavailable")
+    func firstGetRacingFirstEncryptor() async throws {
+        try Harness.requireHarness()
+        let account = uniqueAccount()
+        var crashes = 0, unavailable = 0, failures: [String] = []
+        // Four at a time, like an app started several times at once.
+        for _ in 0..<50 {
+            let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
+                for _ in 0..<4 { group.addTask { try run(Self.probe, ["race", account], timeout: 60) } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            for result in results where result.status != 0 {
+                if result.status > 128 { crashes += 1 }
+                if result.output.contains("encryptor: nil") { unavailable += 1 }
+                failures.append("status \(result.status): \(result.output.prefix(300))\(result.stderr.prefix(300))")
+            }
+        }
+        #expect(crashes == 0)
+        #expect(unavailable == 0)
+        #expect(failures.isEmpty, "\(failures.prefix(3))")
+    }
+}
