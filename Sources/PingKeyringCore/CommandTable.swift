@@ -1,9 +1,12 @@
 import PingStorage
 
-/// One option of the command line: its name (without `--`), whether it takes a value, and help.
+/// One option of the command line: its name (without `--`), its one-letter form, whether it
+/// takes a value, and help.
 struct OptionSpec: Sendable, Equatable {
     /// The name after `--`, e.g. `account`.
     let name: String
+    /// The letter after `-` (`a` for `-a`), if it has one.
+    var short: Character? = nil
     /// The placeholder of its value in help (`ACCOUNT`); nil for a flag, which takes no value.
     let valueName: String?
     /// One line of help.
@@ -55,7 +58,8 @@ enum CommandTable {
                    help: "never show an unlock prompt: fail with 'locked' instead"),
         OptionSpec(name: "json", valueName: nil,
                    help: "print one JSON document on stdout (errors too, as {\"error\": …})"),
-        OptionSpec(name: "help", valueName: nil, help: "show help (also -h)"),
+        OptionSpec(name: "help", short: "h", valueName: nil, help: "show help"),
+        OptionSpec(name: "version", short: "V", valueName: nil, help: "print the version and exit"),
     ]
 
     static let commands: [CommandSpec] = [
@@ -177,10 +181,12 @@ enum CommandTable {
     }
 
     private static func optionsHelp(title: String, _ options: [OptionSpec]) -> String {
-        let width = options.map(\.synopsis.count).max() ?? 0
-        return "\(title):\n" + options.map {
-            let help = wrap($0.help, indent: width + 4)
-            return "  \($0.synopsis.padding(toLength: width, withPad: " ", startingAt: 0))  \(help)\n"
+        // `-a, --account ACCOUNT`; options without a letter line up: `    --no-prompt`.
+        let labels = options.map { ($0.short.map { "-\($0), " } ?? "    ") + $0.synopsis }
+        let width = labels.map(\.count).max() ?? 0
+        return "\(title):\n" + zip(labels, options).map { label, option in
+            let help = wrap(option.help, indent: width + 4)
+            return "  \(label.padding(toLength: width, withPad: " ", startingAt: 0))  \(help)\n"
         }.joined()
     }
 

@@ -26,16 +26,21 @@ public enum PingKeyring {
         do {
             invocation = try ArgumentParser.parse(arguments)
         } catch {
-            return failure(error, json: arguments.contains("--json"))
+            return failure(error, json: ArgumentParser.requestsJSON(arguments))
         }
         switch invocation {
         case .help(let name):
             let text = name.flatMap(CommandTable.command(named:)).map(CommandTable.help(for:)) ?? CommandTable.overview
-            return Outcome(standardOutput: Data(text.utf8), standardError: "", status: 0)
+            return success(Data(text.utf8))
+        case .version:
+            return success(Data(versionLine.utf8))
         case .run(let command, let options):
             return await execute(command, options, environment: environment, readInput: readInput)
         }
     }
+
+    /// What `--version` prints: `ping-keyring 1.0.0` and a newline.
+    static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }
 
     private static func execute(_ command: Command, _ options: GlobalOptions, environment: [String: String],
                                 readInput: () -> Data) async -> Outcome {

@@ -129,7 +129,10 @@ struct ArgumentParserTests {
             #expect(try parse("--help \(spec.name)") == .help(command: spec.name))
             #expect(try parse("help \(spec.name)") == .help(command: spec.name))
             #expect(try parse("\(spec.name) -h --bogus") == .help(command: spec.name), "help wins over errors")
+            #expect(try parse("--bogus \(spec.name) --help") == .help(command: spec.name), "before them too")
         }
+        #expect(try parse("get --account -h") == .run(.get(account: "-h", service: defaultService, raw: false),
+                                                      GlobalOptions()), "an option's value is not a help request")
     }
 
     @Test func helpTextListsEveryOptionOfTheTable() {
