@@ -35,7 +35,8 @@ enum Invocation: Sendable, Equatable {
 /// The hand-written command-line parser, driven by ``CommandTable``.
 ///
 /// Rules: the command name is the first word that is not an option or an option's value;
-/// options (`--name VALUE`, `--name=VALUE`, flags `--name`) may come before or after it; global
+/// options (`--name VALUE`, `--name=VALUE`, flags `--name`, and one-letter forms `-a VALUE`, `-j`,
+/// written apart: no `-jr`, no `-aVALUE`) may come before or after it; global
 /// options belong to every command; an option given twice, an unknown option or command, a value
 /// missing or given to a flag, a stray word, an empty value, and a missing required option are
 /// usage errors (exit 2). `-h`/`--help` anywhere (but as an option's value) asks for help and wins
@@ -96,7 +97,7 @@ enum ArgumentParser {
                     // `-x`: one letter, its value (if it takes one) in the next word.
                     guard token.count == 2, let option = ArgumentParser.lookUpOption(short: token.last!, in: command)
                     else {
-                        fail(.usage("unknown option '\(token)'", command: command?.name))
+                        fail(.usage(ArgumentParser.unknownShortOption(token, in: command), command: command?.name))
                         continue
                     }
                     take(option, spelling: token, inline: nil, arguments, &index)
@@ -171,6 +172,23 @@ enum ArgumentParser {
         if let option = CommandTable.globalOption(named: name) { return option }
         if let command { return command.option(named: name) }
         return CommandTable.commands.lazy.compactMap { $0.option(named: name) }.first
+    }
+
+    /// `unknown option '-jr'`, with how to write it when it starts with a known letter.
+    private static func unknownShortOption(_ token: String, in command: CommandSpec?) -> String {
+        let message = "unknown option '\(token)'"
+        let letters = token.dropFirst()
+        if letters.count == 1, let command, lookUpOption(short: letters.first!, in: nil) != nil {
+            return message + " for '\(command.name)'"  // another command's option
+        }
+        guard letters.count > 1, let first = letters.first, let option = lookUpOption(short: first, in: command) else {
+            return message
+        }
+        if option.takesValue {
+            let value = letters.dropFirst()
+            return message + "; write the value apart: '-\(first) \(value)' or '--\(option.name)=\(value)'"
+        }
+        return message + "; write one-letter options apart: '" + letters.map { "-\($0)" }.joined(separator: " ") + "'"
     }
 
     /// The same by short name (`a` for `-a`); a letter means one option in every command.

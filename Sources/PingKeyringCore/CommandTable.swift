@@ -42,21 +42,21 @@ enum CommandTable {
     static let probeService = "com.pingidentity.ping-keyring.doctor"
 
     private static let account = OptionSpec(
-        name: "account", valueName: "ACCOUNT", help: "the account (KeychainStorage's `account`)", isRequired: true)
+        name: "account", short: "a", valueName: "ACCOUNT", help: "the account (KeychainStorage's `account`)", isRequired: true)
     private static let service = OptionSpec(
-        name: "service", valueName: "SERVICE",
+        name: "service", short: "s", valueName: "SERVICE",
         help: "the `service` attribute (default \(KeychainConfiguration.defaultService))")
 
     /// Options every command accepts, before or after the command name.
     static let globalOptions: [OptionSpec] = [
-        OptionSpec(name: "collection", valueName: "COLLECTION",
+        OptionSpec(name: "collection", short: "c", valueName: "COLLECTION",
                    help: "an alias (default, session, …) or an object path /org/freedesktop/secrets/collection/…; "
                        + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias"),
-        OptionSpec(name: "timeout", valueName: "SECONDS",
+        OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
                    help: "deadline of each keyring call, prompts included (default 25)"),
         OptionSpec(name: "no-prompt", valueName: nil,
                    help: "never show an unlock prompt: fail with 'locked' instead"),
-        OptionSpec(name: "json", valueName: nil,
+        OptionSpec(name: "json", short: "j", valueName: nil,
                    help: "print one JSON document on stdout (errors too, as {\"error\": …})"),
         OptionSpec(name: "help", short: "h", valueName: nil, help: "show help"),
         OptionSpec(name: "version", short: "V", valueName: nil, help: "print the version and exit"),
@@ -75,7 +75,7 @@ enum CommandTable {
                 it, never printed.
                 With --service, lists every item with that service attribute.
                 """,
-            options: [OptionSpec(name: "service", valueName: "SERVICE",
+            options: [OptionSpec(name: "service", short: "s", valueName: "SERVICE",
                                  help: "only items with this `service` attribute")]),
         CommandSpec(
             name: "get", summary: "print the value stored for an account",
@@ -91,7 +91,7 @@ enum CommandTable {
                 added. Exit status 1 when the account has no item.
                 """,
             options: [account, service,
-                      OptionSpec(name: "raw", valueName: nil, help: "print the bytes as stored, unchecked")]),
+                      OptionSpec(name: "raw", short: "r", valueName: nil, help: "print the bytes as stored, unchecked")]),
         CommandSpec(
             name: "save", summary: "store the value read from stdin",
             description: """
@@ -105,7 +105,7 @@ enum CommandTable {
                 created on the first encrypted save.
                 """,
             options: [account, service,
-                      OptionSpec(name: "encrypt", valueName: nil,
+                      OptionSpec(name: "encrypt", short: "e", valueName: nil,
                                  help: "encrypt with SecuredKeyEncryptor, as an app using SecuredKeyEncryptor() does")]),
         CommandSpec(
             name: "delete", summary: "delete the item of an account",
@@ -132,6 +132,9 @@ enum CommandTable {
     static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
 
     static func globalOption(named name: String) -> OptionSpec? { globalOptions.first { $0.name == name } }
+
+    /// Every option of the table: the global ones, then each command's.
+    static var allOptions: [OptionSpec] { globalOptions + commands.flatMap(\.options) }
 
     // MARK: Help
 
