@@ -108,7 +108,9 @@ enum ArgumentParser {
                 let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
                 guard let option = ArgumentParser.lookUpOption(name, in: command) else {
                     let suffix = command.map { " for '\($0.name)'" } ?? ""
-                    fail(.usage("unknown option '--\(name)'\(suffix)", command: command?.name))
+                    let known = (command?.options ?? CommandTable.commands.flatMap(\.options)) + CommandTable.globalOptions
+                    let hint = Suggestion.didYouMean(name, among: known.map(\.name), prefix: "--")
+                    fail(.usage("unknown option '--\(name)'\(suffix)\(hint)", command: command?.name))
                     continue
                 }
                 take(option, spelling: "--\(name)", inline: inline, arguments, &index)
@@ -153,8 +155,12 @@ enum ArgumentParser {
             guard let spec = CommandTable.command(named: token) else {
                 // A stray word after an unknown command is not worth a second look.
                 guard error == nil else { return }
-                let known = CommandTable.commands.map(\.name).joined(separator: ", ")
-                fail(.usage("unknown command '\(token)'; the commands are \(known)"))
+                let known = CommandTable.commands.map(\.name)
+                if let guess = Suggestion.closest(to: token, among: known + ["help"]) {
+                    fail(.usage("unknown command '\(token)'; did you mean '\(guess)'?"))
+                } else {
+                    fail(.usage("unknown command '\(token)'; the commands are \(known.joined(separator: ", "))"))
+                }
                 return
             }
             command = spec
