@@ -1,3 +1,4 @@
+import Foundation
 import PingStorage
 import SecretService
 import Testing
@@ -142,12 +143,16 @@ struct ArgumentParserTests {
             for option in spec.options + CommandTable.globalOptions {
                 #expect(help.contains(option.synopsis), "\(spec.name) --help shows \(option.synopsis)")
             }
-            #expect(help.contains("Exit status:"))
+            #expect(!help.contains("Exit status:"), "\(spec.name) --help does not repeat the exit statuses")
+            #expect(help.hasSuffix("\nSee 'ping-keyring --help' for exit statuses.\n"))
             #expect(CommandTable.overview.contains("  \(spec.name) "), "the overview lists \(spec.name)")
             for line in help.split(separator: "\n") {
                 #expect(line.count <= 100, "help lines are wrapped: \(line)")
             }
         }
+        #expect(CommandTable.overview.components(separatedBy: "Exit status:\n").count == 2,
+                "the overview has the exit statuses, once")
+        #expect(CommandTable.overview.contains(CommandTable.exitStatusHelp + "\n"))
         #expect(CommandTable.usageLine(for: CommandTable.command(named: "get")!)
                 == "ping-keyring get --account ACCOUNT [--service SERVICE] [--raw] [GLOBAL OPTIONS]")
     }
