@@ -212,7 +212,9 @@ enum ArgumentParser {
         if let collection = values["collection"] { options.collection = collectionReference(collection) }
         if let text = values["timeout"] {
             guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
-                throw .usage("--timeout needs a number of seconds between 0 and 86400, not '\(text)'", command: command)
+                // 0 would be a deadline already passed: every call would time out.
+                throw .usage("--timeout needs a number of seconds greater than 0 and at most 86400 (fractions "
+                                 + "allowed), not '\(text)'", command: command)
             }
             options.timeout = .milliseconds(max(1, Int((seconds * 1000).rounded())))
         }

@@ -53,7 +53,7 @@ enum CommandTable {
                    help: "an alias (default, session, …) or an object path /org/freedesktop/secrets/collection/…; "
                        + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias"),
         OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
-                   help: "deadline of each keyring call, prompts included (default 25)"),
+                   help: "deadline of each keyring call, prompts included: more than 0, at most 86400 (default 25)"),
         OptionSpec(name: "no-prompt", valueName: nil,
                    help: "never show an unlock prompt: fail with 'locked' instead"),
         OptionSpec(name: "json", short: "j", valueName: nil,

@@ -102,9 +102,12 @@ struct ArgumentParserTests {
         #expect(try timeout("10") == .seconds(10))
         #expect(try timeout("0.25") == .milliseconds(250))
         #expect(try timeout("0.0001") == .milliseconds(1), "never a zero deadline")
-        for bad in ["0", "-1", "abc", "nan", "inf", "1e9"] {
+        #expect(try timeout("86400") == .seconds(86400), "the largest accepted")
+        for bad in ["0", "0.0", "-1", "abc", "nan", "inf", "1e9", "86400.1"] {
             let error = usageError(["doctor", "--timeout", bad])
-            #expect(error?.message.contains("--timeout") == true, "\(bad)")
+            // The message states exactly the range that is accepted: 0 is not in it.
+            #expect(error?.message.hasPrefix("--timeout needs a number of seconds greater than 0 and at most 86400 "
+                                             + "(fractions allowed), not '\(bad)'") == true, "\(bad)")
         }
     }
 
