@@ -74,11 +74,13 @@ public enum PingKeyring {
         Outcome(standardOutput: output, standardError: "", status: ExitCode.ok.rawValue)
     }
 
-    /// stderr always gets `ping-keyring: error: KIND: message`; with `--json`, stdout also gets
-    /// `{"error": {…}}` so a script reading stdout always gets one JSON document.
+    /// stderr always gets `ping-keyring: error: KIND: message` (a list the message ends with, on
+    /// lines of its own below it); with `--json`, stdout also gets `{"error": {…}}` so a script
+    /// reading stdout always gets one JSON document.
     static func failure(_ error: ToolError, json: Bool) -> Outcome {
         Outcome(standardOutput: json ? Data(error.json.document.utf8) : Data(),
-                standardError: "\(CommandTable.program): error: \(error.kind): \(error.message)\n",
+                standardError: "\(CommandTable.program): error: \(error.kind): "
+                    + "\(MessageLayout.terminalText(error.message))\n",
                 status: error.status.rawValue)
     }
 }

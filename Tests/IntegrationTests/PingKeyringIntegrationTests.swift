@@ -574,7 +574,8 @@ extension Integration {
             let missing = try pingKeyring(["list", "--collection", "no-such-alias"])
             #expect(missing.status == 3)
             #expect(missing.stderr.contains("error: collectionNotFound:"))
-            #expect(missing.stderr.contains(Harness.defaultCollectionPath), "lists the collections")
+            #expect(missing.stderr.contains("\nCollections:\n  \(Harness.defaultCollectionPath) ("),
+                    "lists the collections below the message, one a line: \(missing.stderr)")
         }
 
         // MARK: doctor
