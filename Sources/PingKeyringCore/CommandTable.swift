@@ -80,7 +80,8 @@ enum CommandTable {
         CommandSpec(
             name: "get", summary: "print the value stored for an account",
             description: """
-                Prints the stored value: the JSON text KeychainStorage wrote, followed by a newline. \
+                Prints the stored value: the JSON text KeychainStorage wrote, followed by a newline \
+                (none is added when the text already ends with one). \
                 This is the only command that prints a secret. An item encrypted by SecuredKeyEncryptor \
                 is decrypted with the key in the collection, bound to the item's service and account, \
                 as an app reading it with SecuredKeyEncryptor() does. Exit status 4 when it cannot be: \

@@ -182,8 +182,9 @@ struct GetReport: Sendable, Equatable {
     /// For an envelope: the id of the key that sealed it.
     var keyID: String?
 
-    /// Human output: the JSON text and a newline, or with `--raw` the bytes exactly as stored.
-    var human: Data { raw ? value : value + Data("\n".utf8) }
+    /// Human output: the JSON text ending with exactly one newline of its own (one is added
+    /// unless the text already ends with one), or with `--raw` the bytes exactly as stored.
+    var human: Data { raw || value.last == 0x0A ? value : value + Data("\n".utf8) }
 
     /// `value` is the text; bytes that are not UTF-8 (only possible with `--raw`) are base64 and
     /// `encoding` says so. `encrypted` and `keyID` describe the item as stored.

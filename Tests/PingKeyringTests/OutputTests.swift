@@ -151,6 +151,19 @@ struct OutputTests {
         #expect(report.human == value, "--raw adds nothing")
     }
 
+    @Test func getPrintsExactlyOneTrailingNewline() {
+        // A value written by another tool may end with a newline already: no second one.
+        var report = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
+                               value: Data("{\"a\": 1}\n".utf8), raw: false, encryption: .no, keyID: nil)
+        #expect(report.human == Data("{\"a\": 1}\n".utf8))
+        report.value = Data("\"x\"\n\n".utf8)
+        #expect(report.human == report.value, "its own newlines are the value's: kept, none added")
+        report.value = Data("\"x\"\r\n".utf8)
+        #expect(report.human == report.value, "CRLF ends with a newline too")
+        report.value = Data("\"x\" ".utf8)
+        #expect(report.human == Data("\"x\" \n".utf8))
+    }
+
     @Test func saveAndDeleteJSONFieldNames() throws {
         var save = SaveReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", size: 7,
                               encryption: .no, keyID: nil)
