@@ -218,6 +218,22 @@ extension Integration {
             #expect(try SecretTool.lookup(lookup(account)) == Data("opaque bytes".utf8), "left unchanged")
         }
 
+        @Test func getPrintsOneTrailingNewlineAndEmbedsJSON() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            defer { try? SecretTool.clear(lookup(account)) }
+            // Another tool's item whose JSON text ends with a newline: printed with that one only.
+            let stored = Data("{\"a\": [1, true]}\n".utf8)
+            try await SecretTool.storeBinary(label: "newline", attributes: lookup(account), secret: stored)
+            let got = try pingKeyring(["get", "-a", account])
+            #expect(got.status == 0, "\(got.stderr)")
+            #expect(got.stdout == stored, "no second newline")
+            let json = try jsonObject(try pingKeyring(["get", "-a", account, "-j"]))
+            #expect(json["encoding"] as? String == "json")
+            let value = try #require(json["value"] as? [String: Any], "the value as JSON, not a string")
+            #expect((value["a"] as? [Any])?.count == 2)
+        }
+
         @Test func jsonOutputOfEveryCommand() async throws {
             try Harness.requireHarness()
             let account = uniqueAccount()
@@ -237,7 +253,8 @@ extension Integration {
             #expect(Set(got.keys) == ["account", "service", "item", "collection", "contentType", "size", "encrypted",
                                       "keyID", "encoding", "value"])
             #expect(got["keyID"] is NSNull)
-            #expect(got["value"] as? String == value)
+            #expect(got["encoding"] as? String == "json")
+            #expect((got["value"] as? [String: Any])?["token"] as? String == "t\n\"quoted\" é", "embedded as JSON")
             #expect(got["item"] as? String == path)
             #expect(got["collection"] as? String == Harness.defaultCollectionPath)
             #expect(got["contentType"] as? String == "text/plain")
@@ -293,10 +310,10 @@ extension Integration {
             #expect(try pingKeyring(["get", "--account", account, "--raw"]).stdout == stored, "--raw: the envelope as stored")
 
             let gotJSON = try jsonObject(try pingKeyring(["get", "--account", account, "--json"]))
-            #expect(gotJSON["value"] as? String == json)
+            #expect((gotJSON["value"] as? [String: Any])?["accessToken"] as? String == secret, "decrypted, as JSON")
             #expect(gotJSON["encrypted"] as? String == "yes")
             #expect(gotJSON["keyID"] as? String == key)
-            #expect(gotJSON["encoding"] as? String == "utf8")
+            #expect(gotJSON["encoding"] as? String == "json")
             let rawJSON = try jsonObject(try pingKeyring(["get", "--account", account, "--json", "--raw"]))
             #expect(rawJSON["encoding"] as? String == "base64")
             #expect(rawJSON["value"] as? String == stored.base64EncodedString())
