@@ -21,6 +21,10 @@ enum Command: Sendable, Equatable {
     case save(account: String, service: String, encrypt: Bool)
     case delete(account: String, service: String)
     case doctor
+    /// `completion bash|zsh`: print the completion script.
+    case completion(shell: String)
+    /// `man`: print the man page.
+    case manual
 }
 
 /// What the command line asks for.
@@ -61,8 +65,12 @@ enum ArgumentParser {
         for option in commandSpec.options where option.isRequired && values[option.name] == nil {
             throw .usage("'\(commandSpec.name)' needs \(option.synopsis)", command: commandSpec.name)
         }
+        if let argument = commandSpec.argument, scan.argument == nil {
+            throw .usage("'\(commandSpec.name)' needs \(argument.name) (\(argument.choices.joined(separator: " or ")))",
+                         command: commandSpec.name)
+        }
         let globals = try globalOptions(values, command: commandSpec.name)
-        return .run(command(commandSpec.name, values), globals)
+        return .run(command(commandSpec.name, values, argument: scan.argument), globals)
     }
 
     /// Whether the command line asks for `--json`, even when it does not parse: a usage error is
@@ -74,13 +82,15 @@ enum ArgumentParser {
     /// win; an unknown option is taken for a flag.
     private struct Scan {
         var command: CommandSpec?
+        /// The word after the command name, for a command that takes one.
+        var argument: String?
         /// Option values by long name; `""` for a flag.
         var values: [String: String] = [:]
         var wantsHelp = false
         var error: ToolError?
 
         init(_ arguments: [String]) {
-            if arguments.first == "help" {
+            if arguments.first == CommandTable.helpWord {
                 wantsHelp = true
                 command = arguments.dropFirst().lazy.compactMap(CommandTable.command(named:)).first
                 return
@@ -146,8 +156,18 @@ enum ArgumentParser {
             values[option.name] = value
         }
 
-        /// The command name, or a stray word after it.
+        /// The command name, its argument, or a stray word.
         private mutating func word(_ token: String) {
+            if let command, let spec = command.argument, argument == nil {
+                argument = token
+                if !spec.choices.contains(token) {
+                    let what = "unknown \(spec.name.lowercased()) '\(token)' for '\(command.name)'"
+                    let hint = Suggestion.didYouMean(token, among: spec.choices)
+                    fail(.usage(what + (hint.isEmpty ? "; it is one of \(spec.choices.joined(separator: ", "))" : hint),
+                                command: command.name))
+                }
+                return
+            }
             guard command == nil else {
                 fail(.usage("unexpected argument '\(token)'", command: command?.name))
                 return
@@ -155,8 +175,8 @@ enum ArgumentParser {
             guard let spec = CommandTable.command(named: token) else {
                 // A stray word after an unknown command is not worth a second look.
                 guard error == nil else { return }
-                let known = CommandTable.commands.map(\.name)
-                if let guess = Suggestion.closest(to: token, among: known + ["help"]) {
+                let known = CommandTable.visibleCommands.map(\.name)
+                if let guess = Suggestion.closest(to: token, among: known + [CommandTable.helpWord]) {
                     fail(.usage("unknown command '\(token)'; did you mean '\(guess)'?"))
                 } else {
                     fail(.usage("unknown command '\(token)'; the commands are \(known.joined(separator: ", "))"))
@@ -231,7 +251,7 @@ enum ArgumentParser {
         }
     }
 
-    private static func command(_ name: String, _ values: [String: String]) -> Command {
+    private static func command(_ name: String, _ values: [String: String], argument: String?) -> Command {
         let service = values["service"] ?? KeychainConfiguration.defaultService
         switch name {
         case "list": return .list(service: values["service"])
@@ -239,6 +259,8 @@ enum ArgumentParser {
         case "save": return .save(account: values["account"]!, service: service, encrypt: values["encrypt"] != nil)
         case "delete": return .delete(account: values["account"]!, service: service)
         case "doctor": return .doctor
+        case "completion": return .completion(shell: argument!)
+        case "man": return .manual
         default: preconditionFailure("command '\(name)' is in CommandTable but not built here")
         }
     }

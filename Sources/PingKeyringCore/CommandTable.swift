@@ -13,11 +13,21 @@ struct OptionSpec: Sendable, Equatable {
     let help: String
     /// Whether the command fails without it.
     var isRequired = false
+    /// Values shell completion offers (others are accepted too).
+    var suggestedValues: [String] = []
 
     var takesValue: Bool { valueName != nil }
 
     /// `--account ACCOUNT` / `--raw`.
     var synopsis: String { valueName.map { "--\(name) \($0)" } ?? "--\(name)" }
+}
+
+/// A word a command takes after its name (`bash` in `completion bash`): one of a few.
+struct ArgumentSpec: Sendable, Equatable {
+    /// The placeholder in help, e.g. `SHELL`.
+    let name: String
+    /// The words accepted.
+    let choices: [String]
 }
 
 /// One command: its name, a summary, a longer description, and the options it accepts besides
@@ -29,14 +39,21 @@ struct CommandSpec: Sendable, Equatable {
     /// Paragraphs shown by `ping-keyring COMMAND --help`.
     let description: String
     let options: [OptionSpec]
+    /// The word it needs after its name, if any.
+    var argument: ArgumentSpec? = nil
+    /// Left out of the overview, the man page's list of commands and completion (`--help` works).
+    var isHidden = false
 
     func option(named name: String) -> OptionSpec? { options.first { $0.name == name } }
 }
 
-/// The command line of `ping-keyring`: every command, every option, all help text. The parser and
-/// the help output are driven by these tables; nothing else lists options.
+/// The command line of `ping-keyring`: every command, every option, all help text. The parser,
+/// the help output, the shell completions and the man page are generated from these tables;
+/// nothing else lists options.
 enum CommandTable {
     static let program = "ping-keyring"
+    /// `ping-keyring help [COMMAND]`, the one command word outside the table.
+    static let helpWord = "help"
     /// The `service` attribute the doctor's write/read/delete probe uses, so it never touches an
     /// app's items.
     static let probeService = "com.pingidentity.ping-keyring.doctor"
@@ -51,7 +68,8 @@ enum CommandTable {
     static let globalOptions: [OptionSpec] = [
         OptionSpec(name: "collection", short: "c", valueName: "COLLECTION",
                    help: "an alias (default, session, …) or an object path /org/freedesktop/secrets/collection/…; "
-                       + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias"),
+                       + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias",
+                   suggestedValues: ["default", "session"]),
         OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
                    help: "deadline of each keyring call, prompts included: more than 0, at most 86400 (default 25)"),
         OptionSpec(name: "no-prompt", valueName: nil,
@@ -128,9 +146,50 @@ enum CommandTable {
                 failure (3 for an unusable keyring).
                 """,
             options: []),
+        CommandSpec(
+            name: "completion", summary: "print the bash or zsh completion script",
+            description: """
+                Prints the completion script for SHELL (bash or zsh) on stdout, generated from the table \
+                that drives the parser and this help.
+                bash: install it as /usr/share/bash-completion/completions/\(program) (or \
+                ~/.local/share/bash-completion/completions/\(program)), or add \
+                'source <(\(program) completion bash)' to ~/.bashrc.
+                zsh: install it as _\(program) in a directory of $fpath (e.g. \
+                /usr/local/share/zsh/site-functions) before compinit runs, or add \
+                'source <(\(program) completion zsh)' to ~/.zshrc after compinit.
+                """,
+            options: [], argument: ArgumentSpec(name: "SHELL", choices: ["bash", "zsh"]), isHidden: true),
+        CommandSpec(
+            name: "man", summary: "print the manual page (roff, section 1)",
+            description: """
+                Prints the manual page in roff on stdout, generated from the table that drives the parser \
+                and this help: read it with '\(program) man | man -l -', or install it as \
+                /usr/local/share/man/man1/\(program).1.
+                """,
+            options: [], isHidden: true),
+    ]
+
+    /// What the man page's DESCRIPTION says.
+    static let about = """
+        \(program) shows what apps using PingStorage keep in the Secret Service keyring (GNOME Keyring, \
+        KeePassXC, KWallet), reads and writes it exactly as an app does (through KeychainStorage and \
+        SecuredKeyEncryptor), and finds out, step by step, why the keyring refuses.
+        Options go before or after the command name, as --name VALUE, --name=VALUE or, for those with \
+        a letter, -n VALUE (one letter per word). It never prints a secret, except the value 'get' is \
+        asked for.
+        """
+
+    /// The environment variables the tool reads, for the man page.
+    static let environment: [(name: String, meaning: String)] = [
+        ("PINGSTORAGE_COLLECTION", "the collection to use when --collection is not given: an alias or an object path"),
+        ("DBUS_SESSION_BUS_ADDRESS", "the session bus on which the Secret Service provider is reached; without it, "
+            + "$XDG_RUNTIME_DIR/bus"),
     ]
 
     static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
+
+    /// The commands the overview, the man page and completion show.
+    static var visibleCommands: [CommandSpec] { commands.filter { !$0.isHidden } }
 
     static func globalOption(named name: String) -> OptionSpec? { globalOptions.first { $0.name == name } }
 

@@ -23,7 +23,7 @@ extension CommandTable {
 
     /// `ping-keyring --help`.
     static var overview: String {
-        let visible = commands
+        let visible = visibleCommands
         let width = visible.map(\.name.count).max() ?? 0
         var text = """
             \(program): \(tagline)
@@ -54,7 +54,8 @@ extension CommandTable {
     /// `ping-keyring get --account ACCOUNT [--service SERVICE] [--raw] [GLOBAL OPTIONS]`.
     static func usageLine(for command: CommandSpec) -> String {
         let options = command.options.map { $0.isRequired ? $0.synopsis : "[\($0.synopsis)]" }
-        return ([program, command.name] + options + ["[GLOBAL OPTIONS]"]).joined(separator: " ")
+        let argument = command.argument.map { [$0.name] } ?? []
+        return ([program, command.name] + argument + options + ["[GLOBAL OPTIONS]"]).joined(separator: " ")
     }
 
     /// `-a, --account ACCOUNT`; an option without a letter is indented to line up: `    --no-prompt`.

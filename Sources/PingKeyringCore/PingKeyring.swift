@@ -60,6 +60,10 @@ public enum PingKeyring {
             case .delete(let account, let service):
                 let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
                 return success(Data((options.json ? report.json.document : report.human).utf8))
+            case .completion(let shell):
+                return success(Data((shell == "zsh" ? ZshCompletion.script : BashCompletion.script).utf8))
+            case .manual:
+                return success(Data(ManPage.page.utf8))
             case .doctor:
                 let report = await Doctor.run(LiveDoctorEnvironment(settings: settings, environment: environment))
                 return Outcome(standardOutput: Data((options.json ? report.json.document : report.human).utf8),

@@ -57,10 +57,27 @@ struct ArgumentParserTests {
         #expect(try parse("doctor") == .run(.doctor, GlobalOptions()))
     }
 
+    @Test func hiddenCommands() throws {
+        #expect(try parse("completion bash") == .run(.completion(shell: "bash"), GlobalOptions()))
+        #expect(try parse("completion zsh") == .run(.completion(shell: "zsh"), GlobalOptions()))
+        #expect(try parse("man") == .run(.manual, GlobalOptions()))
+        #expect(try parse("completion --help") == .help(command: "completion"))
+        #expect(usageError("completion")?.message.hasPrefix("'completion' needs SHELL (bash or zsh)") == true)
+        #expect(usageError("completion fish")?.message.hasPrefix(
+            "unknown shell 'fish' for 'completion'; it is one of bash, zsh") == true)
+        #expect(usageError("completion bsh")?.message.hasPrefix(
+            "unknown shell 'bsh' for 'completion'; did you mean 'bash'?") == true)
+        #expect(usageError("completion bash zsh")?.message.hasPrefix("unexpected argument 'zsh'") == true)
+        #expect(usageError("man page")?.message.hasPrefix("unexpected argument 'page'") == true)
+        #expect(CommandTable.usageLine(for: CommandTable.command(named: "completion")!)
+                == "ping-keyring completion SHELL [GLOBAL OPTIONS]")
+    }
+
     @Test func everyCommandInTheTableParses() throws {
         for spec in CommandTable.commands {
             let required = spec.options.filter(\.isRequired).flatMap { ["--\($0.name)", "x"] }
-            guard case .run = try ArgumentParser.parse([spec.name] + required) else {
+            let argument = spec.argument.map { [$0.choices[0]] } ?? []
+            guard case .run = try ArgumentParser.parse([spec.name] + argument + required) else {
                 Issue.record("\(spec.name) did not parse to a command")
                 continue
             }
@@ -148,7 +165,8 @@ struct ArgumentParserTests {
             }
             #expect(!help.contains("Exit status:"), "\(spec.name) --help does not repeat the exit statuses")
             #expect(help.hasSuffix("\nSee 'ping-keyring --help' for exit statuses.\n"))
-            #expect(CommandTable.overview.contains("  \(spec.name) "), "the overview lists \(spec.name)")
+            #expect(CommandTable.overview.contains("  \(spec.name) ") == !spec.isHidden,
+                    "the overview lists \(spec.name) unless it is hidden")
             for line in help.split(separator: "\n") {
                 #expect(line.count <= 100, "help lines are wrapped: \(line)")
             }
