@@ -545,6 +545,14 @@ extension Integration {
             }
             let json = try pingKeyring(["--json", "get"])
             #expect((try jsonObject(json)["error"] as? [String: Any])?["kind"] as? String == "usage")
+            for flag in ["--version", "-V"] {
+                let version = try pingKeyring([flag])
+                #expect(version.status == 0)
+                #expect(version.output.hasPrefix("ping-keyring ") && version.output.split(separator: "\n").count == 1)
+            }
+            let typo = try pingKeyring(["lst"])
+            #expect(typo.stderr.hasPrefix("ping-keyring: error: usage: unknown command 'lst'; did you mean 'list'?"))
+            #expect(try pingKeyring(["-j", "-g"]).stdout.isEmpty == false, "-j makes a usage error JSON too")
         }
 
         @Test func saveRefusesBadInputWithOrWithoutEncrypt() async throws {
@@ -591,7 +599,7 @@ extension Integration {
             let missing = try pingKeyring(["list", "--collection", "no-such-alias"])
             #expect(missing.status == 3)
             #expect(missing.stderr.contains("error: collectionNotFound:"))
-            #expect(missing.stderr.contains("\nCollections:\n  \(Harness.defaultCollectionPath) ("),
+            #expect(missing.stderr.contains(".\nCollections:\n  /") && missing.stderr.contains("\n  \(Harness.defaultCollectionPath) ("),
                     "lists the collections below the message, one a line: \(missing.stderr)")
         }
 
