@@ -87,6 +87,17 @@ struct GeneratedFilesTests {
         #expect(man.contains("\"ping\\-keyring \(PingStorageVersion.current)\""), "the version in .TH")
     }
 
+    @Test func theReferenceCoversTheTable() throws {
+        // docs/ping-keyring.md is written by hand: at least every command and option is in it.
+        let reference = try String(contentsOf: packageRoot.appendingPathComponent("docs/ping-keyring.md"), encoding: .utf8)
+        for command in CommandTable.commands { #expect(reference.contains("`\(command.name)"), "\(command.name)") }
+        for option in CommandTable.allOptions {
+            let forms = (option.short.map { "`-\($0)`, " } ?? "") + "`--\(option.name)"
+            #expect(reference.contains(forms), "the options table has \(forms)")
+        }
+        for (status, _) in CommandTable.exitStatuses { #expect(reference.contains("| \(status.rawValue) | ")) }
+    }
+
     @Test func roffEscapes() {
         #expect(ManPage.roff("--raw") == "\\-\\-raw")
         #expect(ManPage.roff("a\\b") == "a\\eb")
