@@ -45,12 +45,13 @@ struct MessageLayoutTests {
         }
     }
 
-    @Test func theDoctorIndentsTheListUnderTheDetail() {
+    @Test func theDoctorIndentsTheListUnderTheDetail() throws {
         let report = DoctorReport(
             checks: [.pass("sessionBus", "session bus", "unix:path=/x"),
                      .fail("collection", "collection", notFound, fix: Doctor.Fix.collection)],
             busAddress: "unix:path=/x", collection: "alias 'nosuch'", provider: nil)
         let lines = report.human.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        try #require(lines.count == 9, "\(report.human)")
         #expect(lines[2].hasPrefix("FAIL  collection   find collection alias 'nosuch': "))
         #expect(lines[2].hasSuffix("create the alias in your keyring manager."))
         #expect(lines[3] == "                   Collections:")
