@@ -21,80 +21,42 @@ enum Command: Sendable, Equatable {
     case save(account: String, service: String, encrypt: Bool)
     case delete(account: String, service: String)
     case doctor
+    /// `completion bash|zsh`: print the completion script.
+    case completion(shell: String)
+    /// `man`: print the man page.
+    case manual
 }
 
 /// What the command line asks for.
 enum Invocation: Sendable, Equatable {
     /// Print help: the overview (nil) or a command's.
     case help(command: String?)
+    /// Print the version (`--version`, `-V`).
+    case version
     case run(Command, GlobalOptions)
 }
 
 /// The hand-written command-line parser, driven by ``CommandTable``.
 ///
-/// Rules: the command name is the first word that is not an option; options (`--name VALUE`,
-/// `--name=VALUE`, flags `--name`) may come before or after it; global options belong to every
-/// command; an option given twice, an unknown option or command, a value missing or given to a
-/// flag, a stray word, an empty value, and a missing required option are usage errors (exit 2).
-/// `-h`/`--help` anywhere asks for help and wins over everything else.
+/// Rules: the command name is the first word that is not an option or an option's value;
+/// options (`--name VALUE`, `--name=VALUE`, flags `--name`, and one-letter forms `-a VALUE`, `-j`,
+/// written apart: no `-jr`, no `-aVALUE`) may come before or after it; global
+/// options belong to every command; an option given twice, an unknown option or command, a value
+/// missing or given to a flag, a stray word, an empty value, and a missing required option are
+/// usage errors (exit 2). `-h`/`--help` anywhere (but as an option's value) asks for help and wins
+/// over everything else; then `--version`.
 enum ArgumentParser {
     /// Parses `arguments` (without the program name).
     /// - Throws: ``ToolError`` of kind `usage`.
     static func parse(_ arguments: [String]) throws(ToolError) -> Invocation {
         if arguments.isEmpty { throw .usage("no command given") }
-        if let help = helpRequest(arguments) { return help }
+        let scan = Scan(arguments)
+        if scan.wantsHelp { return .help(command: scan.command?.name) }
+        if scan.values["version"] != nil { return .version }
+        if let error = scan.error { throw error }
+        let values = scan.values
 
-        var commandSpec: CommandSpec?
-        var values: [String: String] = [:]
-        var index = 0
-        while index < arguments.count {
-            let token = arguments[index]
-            index += 1
-            guard token.hasPrefix("-"), token != "-" else {
-                guard commandSpec == nil else {
-                    throw .usage("unexpected argument '\(token)'", command: commandSpec?.name)
-                }
-                guard let spec = CommandTable.command(named: token) else {
-                    let known = CommandTable.commands.map(\.name).joined(separator: ", ")
-                    throw .usage("unknown command '\(token)'; the commands are \(known)")
-                }
-                commandSpec = spec
-                continue
-            }
-            guard token.hasPrefix("--") else {
-                throw .usage("unknown option '\(token)'", command: commandSpec?.name)
-            }
-            let body = token.dropFirst(2)
-            let name = String(body.prefix { $0 != "=" })
-            let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
-            guard let option = lookUpOption(name, in: commandSpec) else {
-                let suffix = commandSpec.map { " for '\($0.name)'" } ?? ""
-                throw .usage("unknown option '--\(name)'\(suffix)", command: commandSpec?.name)
-            }
-            guard values[name] == nil else {
-                throw .usage("--\(name) is given more than once", command: commandSpec?.name)
-            }
-            if option.takesValue {
-                if let inline {
-                    values[name] = inline
-                } else if index < arguments.count {
-                    values[name] = arguments[index]
-                    index += 1
-                } else {
-                    throw .usage("--\(name) needs a value (\(option.synopsis))", command: commandSpec?.name)
-                }
-                if values[name]!.isEmpty {
-                    throw .usage("--\(name) needs a non-empty value", command: commandSpec?.name)
-                }
-            } else {
-                guard inline == nil else {
-                    throw .usage("--\(name) takes no value", command: commandSpec?.name)
-                }
-                values[name] = ""
-            }
-        }
-
-        guard let commandSpec else { throw .usage("no command given") }
+        guard let commandSpec = scan.command else { throw .usage("no command given") }
         // Options of another command given before the command name.
         for name in values.keys where CommandTable.globalOption(named: name) == nil
             && commandSpec.option(named: name) == nil {
@@ -103,8 +65,131 @@ enum ArgumentParser {
         for option in commandSpec.options where option.isRequired && values[option.name] == nil {
             throw .usage("'\(commandSpec.name)' needs \(option.synopsis)", command: commandSpec.name)
         }
+        if let argument = commandSpec.argument, scan.argument == nil {
+            throw .usage("'\(commandSpec.name)' needs \(argument.name) (\(argument.choices.joined(separator: " or ")))",
+                         command: commandSpec.name)
+        }
         let globals = try globalOptions(values, command: commandSpec.name)
-        return .run(command(commandSpec.name, values), globals)
+        return .run(command(commandSpec.name, values, argument: scan.argument), globals)
+    }
+
+    /// Whether the command line asks for `--json`, even when it does not parse: a usage error is
+    /// then a JSON document on stdout too.
+    static func requestsJSON(_ arguments: [String]) -> Bool { Scan(arguments).values["json"] != nil }
+
+    /// One pass over the words: the command, the options' values, help and version requests, and
+    /// the first error. It goes on after an error so that `--help` or `--version` further on still
+    /// win; an unknown option is taken for a flag.
+    private struct Scan {
+        var command: CommandSpec?
+        /// The word after the command name, for a command that takes one.
+        var argument: String?
+        /// Option values by long name; `""` for a flag.
+        var values: [String: String] = [:]
+        var wantsHelp = false
+        var error: ToolError?
+
+        init(_ arguments: [String]) {
+            if arguments.first == CommandTable.helpWord {
+                wantsHelp = true
+                command = arguments.dropFirst().lazy.compactMap(CommandTable.command(named:)).first
+                return
+            }
+            var index = 0
+            while index < arguments.count {
+                let token = arguments[index]
+                index += 1
+                guard token.hasPrefix("-"), token != "-" else {
+                    word(token)
+                    continue
+                }
+                guard token.hasPrefix("--") else {
+                    // `-x`: one letter, its value (if it takes one) in the next word.
+                    guard token.count == 2, let option = ArgumentParser.lookUpOption(short: token.last!, in: command)
+                    else {
+                        fail(.usage(ArgumentParser.unknownShortOption(token, in: command), command: command?.name))
+                        continue
+                    }
+                    take(option, spelling: token, inline: nil, arguments, &index)
+                    continue
+                }
+                let body = token.dropFirst(2)
+                let name = String(body.prefix { $0 != "=" })
+                let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
+                guard let option = ArgumentParser.lookUpOption(name, in: command) else {
+                    let suffix = command.map { " for '\($0.name)'" } ?? ""
+                    let known = (command?.options ?? CommandTable.commands.flatMap(\.options)) + CommandTable.globalOptions
+                    let hint = Suggestion.didYouMean(name, among: known.map(\.name), prefix: "--")
+                    fail(.usage("unknown option '--\(name)'\(suffix)\(hint)", command: command?.name))
+                    continue
+                }
+                take(option, spelling: "--\(name)", inline: inline, arguments, &index)
+            }
+        }
+
+        /// Records `option` (typed as `spelling`) and its value: `inline` (after `=`), else the
+        /// next word, which `index` then moves past.
+        private mutating func take(_ option: OptionSpec, spelling: String, inline: String?,
+                                   _ arguments: [String], _ index: inout Int) {
+            if option.name == "help" { wantsHelp = true }
+            var value = ""
+            if let valueName = option.valueName {
+                if let inline {
+                    value = inline
+                } else if index < arguments.count {
+                    value = arguments[index]
+                    index += 1
+                } else {
+                    fail(.usage("\(spelling) needs a value (\(spelling) \(valueName))", command: command?.name))
+                    return
+                }
+                if value.isEmpty {
+                    fail(.usage("\(spelling) needs a non-empty value", command: command?.name))
+                }
+            } else if inline != nil {
+                fail(.usage("\(spelling) takes no value", command: command?.name))
+            }
+            guard values[option.name] == nil else {
+                fail(.usage("--\(option.name) is given more than once", command: command?.name))
+                return
+            }
+            values[option.name] = value
+        }
+
+        /// The command name, its argument, or a stray word.
+        private mutating func word(_ token: String) {
+            if let command, let spec = command.argument, argument == nil {
+                argument = token
+                if !spec.choices.contains(token) {
+                    let what = "unknown \(spec.name.lowercased()) '\(token)' for '\(command.name)'"
+                    let hint = Suggestion.didYouMean(token, among: spec.choices)
+                    fail(.usage(what + (hint.isEmpty ? "; it is one of \(spec.choices.joined(separator: ", "))" : hint),
+                                command: command.name))
+                }
+                return
+            }
+            guard command == nil else {
+                fail(.usage("unexpected argument '\(token)'", command: command?.name))
+                return
+            }
+            guard let spec = CommandTable.command(named: token) else {
+                // A stray word after an unknown command is not worth a second look.
+                guard error == nil else { return }
+                let known = CommandTable.visibleCommands.map(\.name)
+                if let guess = Suggestion.closest(to: token, among: known + [CommandTable.helpWord]) {
+                    fail(.usage("unknown command '\(token)'; did you mean '\(guess)'?"))
+                } else {
+                    fail(.usage("unknown command '\(token)'; the commands are \(known.joined(separator: ", "))"))
+                }
+                return
+            }
+            command = spec
+        }
+
+        /// Records the first error only.
+        private mutating func fail(_ failure: ToolError) {
+            if error == nil { error = failure }
+        }
     }
 
     /// A global option, or an option of the command; before the command name, an option of any
@@ -115,14 +200,29 @@ enum ArgumentParser {
         return CommandTable.commands.lazy.compactMap { $0.option(named: name) }.first
     }
 
-    /// `-h`/`--help` anywhere, or `help [COMMAND]` as the first word.
-    private static func helpRequest(_ arguments: [String]) -> Invocation? {
-        let command = arguments.first { CommandTable.command(named: $0) != nil }
-        if arguments.contains("-h") || arguments.contains("--help") { return .help(command: command) }
-        if arguments[0] == "help" {
-            return .help(command: arguments.dropFirst().first { CommandTable.command(named: $0) != nil })
+    /// `unknown option '-jr'`, with how to write it when it starts with a known letter.
+    private static func unknownShortOption(_ token: String, in command: CommandSpec?) -> String {
+        let message = "unknown option '\(token)'"
+        let letters = token.dropFirst()
+        if letters.count == 1, let command, lookUpOption(short: letters.first!, in: nil) != nil {
+            return message + " for '\(command.name)'"  // another command's option
         }
-        return nil
+        guard letters.count > 1, let first = letters.first, let option = lookUpOption(short: first, in: command) else {
+            return message
+        }
+        if option.takesValue {
+            let value = letters.dropFirst()
+            return message + "; write the value apart: '-\(first) \(value)' or '--\(option.name)=\(value)'"
+        }
+        return message + "; write one-letter options apart: '" + letters.map { "-\($0)" }.joined(separator: " ") + "'"
+    }
+
+    /// The same by short name (`a` for `-a`); a letter means one option in every command.
+    private static func lookUpOption(short: Character, in command: CommandSpec?) -> OptionSpec? {
+        let matches: (OptionSpec) -> Bool = { $0.short == short }
+        if let option = CommandTable.globalOptions.first(where: matches) { return option }
+        if let command { return command.options.first(where: matches) }
+        return CommandTable.commands.lazy.compactMap { $0.options.first(where: matches) }.first
     }
 
     private static func globalOptions(_ values: [String: String], command: String) throws(ToolError) -> GlobalOptions {
@@ -132,7 +232,9 @@ enum ArgumentParser {
         if let collection = values["collection"] { options.collection = collectionReference(collection) }
         if let text = values["timeout"] {
             guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
-                throw .usage("--timeout needs a number of seconds between 0 and 86400, not '\(text)'", command: command)
+                // 0 would be a deadline already passed: every call would time out.
+                throw .usage("--timeout needs a number of seconds greater than 0 and at most 86400 (fractions "
+                                 + "allowed), not '\(text)'", command: command)
             }
             options.timeout = .milliseconds(max(1, Int((seconds * 1000).rounded())))
         }
@@ -149,7 +251,7 @@ enum ArgumentParser {
         }
     }
 
-    private static func command(_ name: String, _ values: [String: String]) -> Command {
+    private static func command(_ name: String, _ values: [String: String], argument: String?) -> Command {
         let service = values["service"] ?? KeychainConfiguration.defaultService
         switch name {
         case "list": return .list(service: values["service"])
@@ -157,6 +259,8 @@ enum ArgumentParser {
         case "save": return .save(account: values["account"]!, service: service, encrypt: values["encrypt"] != nil)
         case "delete": return .delete(account: values["account"]!, service: service)
         case "doctor": return .doctor
+        case "completion": return .completion(shell: argument!)
+        case "man": return .manual
         default: preconditionFailure("command '\(name)' is in CommandTable but not built here")
         }
     }

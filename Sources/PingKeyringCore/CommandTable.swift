@@ -1,20 +1,33 @@
 import PingStorage
 
-/// One option of the command line: its name (without `--`), whether it takes a value, and help.
+/// One option of the command line: its name (without `--`), its one-letter form, whether it
+/// takes a value, and help.
 struct OptionSpec: Sendable, Equatable {
     /// The name after `--`, e.g. `account`.
     let name: String
+    /// The letter after `-` (`a` for `-a`), if it has one.
+    var short: Character? = nil
     /// The placeholder of its value in help (`ACCOUNT`); nil for a flag, which takes no value.
     let valueName: String?
     /// One line of help.
     let help: String
     /// Whether the command fails without it.
     var isRequired = false
+    /// Values shell completion offers (others are accepted too).
+    var suggestedValues: [String] = []
 
     var takesValue: Bool { valueName != nil }
 
     /// `--account ACCOUNT` / `--raw`.
     var synopsis: String { valueName.map { "--\(name) \($0)" } ?? "--\(name)" }
+}
+
+/// A word a command takes after its name (`bash` in `completion bash`): one of a few.
+struct ArgumentSpec: Sendable, Equatable {
+    /// The placeholder in help, e.g. `SHELL`.
+    let name: String
+    /// The words accepted.
+    let choices: [String]
 }
 
 /// One command: its name, a summary, a longer description, and the options it accepts besides
@@ -26,36 +39,45 @@ struct CommandSpec: Sendable, Equatable {
     /// Paragraphs shown by `ping-keyring COMMAND --help`.
     let description: String
     let options: [OptionSpec]
+    /// The word it needs after its name, if any.
+    var argument: ArgumentSpec? = nil
+    /// Left out of the overview, the man page's list of commands and completion (`--help` works).
+    var isHidden = false
 
     func option(named name: String) -> OptionSpec? { options.first { $0.name == name } }
 }
 
-/// The command line of `ping-keyring`: every command, every option, all help text. The parser and
-/// the help output are driven by these tables; nothing else lists options.
+/// The command line of `ping-keyring`: every command, every option, all help text. The parser,
+/// the help output, the shell completions and the man page are generated from these tables;
+/// nothing else lists options.
 enum CommandTable {
     static let program = "ping-keyring"
+    /// `ping-keyring help [COMMAND]`, the one command word outside the table.
+    static let helpWord = "help"
     /// The `service` attribute the doctor's write/read/delete probe uses, so it never touches an
     /// app's items.
     static let probeService = "com.pingidentity.ping-keyring.doctor"
 
     private static let account = OptionSpec(
-        name: "account", valueName: "ACCOUNT", help: "the account (KeychainStorage's `account`)", isRequired: true)
+        name: "account", short: "a", valueName: "ACCOUNT", help: "the account (KeychainStorage's `account`)", isRequired: true)
     private static let service = OptionSpec(
-        name: "service", valueName: "SERVICE",
+        name: "service", short: "s", valueName: "SERVICE",
         help: "the `service` attribute (default \(KeychainConfiguration.defaultService))")
 
     /// Options every command accepts, before or after the command name.
     static let globalOptions: [OptionSpec] = [
-        OptionSpec(name: "collection", valueName: "COLLECTION",
+        OptionSpec(name: "collection", short: "c", valueName: "COLLECTION",
                    help: "an alias (default, session, …) or an object path /org/freedesktop/secrets/collection/…; "
-                       + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias"),
-        OptionSpec(name: "timeout", valueName: "SECONDS",
-                   help: "deadline of each keyring call, prompts included (default 25)"),
+                       + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias",
+                   suggestedValues: ["default", "session"]),
+        OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
+                   help: "deadline of each keyring call, prompts included: more than 0, at most 86400 (default 25)"),
         OptionSpec(name: "no-prompt", valueName: nil,
                    help: "never show an unlock prompt: fail with 'locked' instead"),
-        OptionSpec(name: "json", valueName: nil,
+        OptionSpec(name: "json", short: "j", valueName: nil,
                    help: "print one JSON document on stdout (errors too, as {\"error\": …})"),
-        OptionSpec(name: "help", valueName: nil, help: "show help (also -h)"),
+        OptionSpec(name: "help", short: "h", valueName: nil, help: "show help"),
+        OptionSpec(name: "version", short: "V", valueName: nil, help: "print the version and exit"),
     ]
 
     static let commands: [CommandSpec] = [
@@ -71,12 +93,13 @@ enum CommandTable {
                 it, never printed.
                 With --service, lists every item with that service attribute.
                 """,
-            options: [OptionSpec(name: "service", valueName: "SERVICE",
+            options: [OptionSpec(name: "service", short: "s", valueName: "SERVICE",
                                  help: "only items with this `service` attribute")]),
         CommandSpec(
             name: "get", summary: "print the value stored for an account",
             description: """
-                Prints the stored value: the JSON text KeychainStorage wrote, followed by a newline. \
+                Prints the stored value: the JSON text KeychainStorage wrote, followed by a newline \
+                (none is added when the text already ends with one). \
                 This is the only command that prints a secret. An item encrypted by SecuredKeyEncryptor \
                 is decrypted with the key in the collection, bound to the item's service and account, \
                 as an app reading it with SecuredKeyEncryptor() does. Exit status 4 when it cannot be: \
@@ -87,7 +110,7 @@ enum CommandTable {
                 added. Exit status 1 when the account has no item.
                 """,
             options: [account, service,
-                      OptionSpec(name: "raw", valueName: nil, help: "print the bytes as stored, unchecked")]),
+                      OptionSpec(name: "raw", short: "r", valueName: nil, help: "print the bytes as stored, unchecked")]),
         CommandSpec(
             name: "save", summary: "store the value read from stdin",
             description: """
@@ -101,7 +124,7 @@ enum CommandTable {
                 created on the first encrypted save.
                 """,
             options: [account, service,
-                      OptionSpec(name: "encrypt", valueName: nil,
+                      OptionSpec(name: "encrypt", short: "e", valueName: nil,
                                  help: "encrypt with SecuredKeyEncryptor, as an app using SecuredKeyEncryptor() does")]),
         CommandSpec(
             name: "delete", summary: "delete the item of an account",
@@ -123,86 +146,53 @@ enum CommandTable {
                 failure (3 for an unusable keyring).
                 """,
             options: []),
+        CommandSpec(
+            name: "completion", summary: "print the bash or zsh completion script",
+            description: """
+                Prints the completion script for SHELL (bash or zsh) on stdout, generated from the table \
+                that drives the parser and this help.
+                bash: install it as /usr/share/bash-completion/completions/\(program) (or \
+                ~/.local/share/bash-completion/completions/\(program)), or add \
+                'source <(\(program) completion bash)' to ~/.bashrc.
+                zsh: install it as _\(program) in a directory of $fpath (e.g. \
+                /usr/local/share/zsh/site-functions) before compinit runs, or add \
+                'source <(\(program) completion zsh)' to ~/.zshrc after compinit.
+                """,
+            options: [], argument: ArgumentSpec(name: "SHELL", choices: ["bash", "zsh"]), isHidden: true),
+        CommandSpec(
+            name: "man", summary: "print the manual page (roff, section 1)",
+            description: """
+                Prints the manual page in roff on stdout, generated from the table that drives the parser \
+                and this help: read it with '\(program) man | man -l -', or install it as \
+                /usr/local/share/man/man1/\(program).1.
+                """,
+            options: [], isHidden: true),
+    ]
+
+    /// What the man page's DESCRIPTION says.
+    static let about = """
+        \(program) shows what apps using PingStorage keep in the Secret Service keyring (GNOME Keyring, \
+        KeePassXC, KWallet), reads and writes it exactly as an app does (through KeychainStorage and \
+        SecuredKeyEncryptor), and finds out, step by step, why the keyring refuses.
+        Options go before or after the command name, as --name VALUE, --name=VALUE or, for those with \
+        a letter, -n VALUE (one letter per word). It never prints a secret, except the value 'get' is \
+        asked for.
+        """
+
+    /// The environment variables the tool reads, for the man page.
+    static let environment: [(name: String, meaning: String)] = [
+        ("PINGSTORAGE_COLLECTION", "the collection to use when --collection is not given: an alias or an object path"),
+        ("DBUS_SESSION_BUS_ADDRESS", "the session bus on which the Secret Service provider is reached; without it, "
+            + "$XDG_RUNTIME_DIR/bus"),
     ]
 
     static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }
 
+    /// The commands the overview, the man page and completion show.
+    static var visibleCommands: [CommandSpec] { commands.filter { !$0.isHidden } }
+
     static func globalOption(named name: String) -> OptionSpec? { globalOptions.first { $0.name == name } }
 
-    // MARK: Help
-
-    static let exitStatusHelp = """
-        Exit status:
-          0  success (doctor: no check failed)
-          1  not found (get of an account with no item)
-          2  usage: bad command line or input
-          3  keyring unavailable: no session bus, no provider, no collection, locked, timed out
-          4  the stored value is corrupt or cannot be decrypted (key missing, changed, unknown format)
-          5  anything else (provider error, encryption unavailable, failed probe)
-        """
-
-    /// `ping-keyring --help`.
-    static var overview: String {
-        let width = commands.map(\.name.count).max() ?? 0
-        var text = """
-            \(program): inspect and manage what PingStorage keeps in the Secret Service keyring
-
-            Usage: \(program) COMMAND [OPTIONS] [GLOBAL OPTIONS]
-
-            Commands:
-
-            """
-        for command in commands {
-            text += "  \(command.name.padding(toLength: width, withPad: " ", startingAt: 0))  \(command.summary)\n"
-        }
-        text += "\n" + optionsHelp(title: "Global options (before or after the command)", globalOptions)
-        text += "\n" + exitStatusHelp + "\n\nRun '\(program) COMMAND --help' for a command's options.\n"
-        return text
-    }
-
-    /// `ping-keyring COMMAND --help`.
-    static func help(for command: CommandSpec) -> String {
-        let description = command.description.split(separator: "\n").map { wrap(String($0)) }.joined(separator: "\n")
-        var text = "Usage: \(usageLine(for: command))\n\n\(command.summary.capitalizedFirst).\n\n\(description)\n"
-        if !command.options.isEmpty { text += "\n" + optionsHelp(title: "Options", command.options) }
-        text += "\n" + optionsHelp(title: "Global options", globalOptions)
-        text += "\n" + exitStatusHelp + "\n"
-        return text
-    }
-
-    /// `ping-keyring get --account ACCOUNT [--service SERVICE] [--raw] [GLOBAL OPTIONS]`.
-    static func usageLine(for command: CommandSpec) -> String {
-        let options = command.options.map { $0.isRequired ? $0.synopsis : "[\($0.synopsis)]" }
-        return ([program, command.name] + options + ["[GLOBAL OPTIONS]"]).joined(separator: " ")
-    }
-
-    private static func optionsHelp(title: String, _ options: [OptionSpec]) -> String {
-        let width = options.map(\.synopsis.count).max() ?? 0
-        return "\(title):\n" + options.map {
-            let help = wrap($0.help, indent: width + 4)
-            return "  \($0.synopsis.padding(toLength: width, withPad: " ", startingAt: 0))  \(help)\n"
-        }.joined()
-    }
-
-    /// `text` broken at spaces into lines of at most `width` columns; lines after the first are
-    /// indented by `indent` (which the first line's caller already printed).
-    static func wrap(_ text: String, width: Int = 100, indent: Int = 0) -> String {
-        var lines: [String] = []
-        var line = ""
-        for word in text.split(separator: " ") {
-            let limit = width - indent
-            if !line.isEmpty, line.count + 1 + word.count > limit {
-                lines.append(line)
-                line = ""
-            }
-            line += line.isEmpty ? String(word) : " " + word
-        }
-        lines.append(line)
-        return lines.joined(separator: "\n" + String(repeating: " ", count: indent))
-    }
-}
-
-extension String {
-    /// "list the items" → "List the items".
-    var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
+    /// Every option of the table: the global ones, then each command's.
+    static var allOptions: [OptionSpec] { globalOptions + commands.flatMap(\.options) }
 }

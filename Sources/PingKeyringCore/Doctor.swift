@@ -115,7 +115,8 @@ struct DoctorReport: Sendable, Equatable {
             case .fail: "FAIL"
             case .skip: "skip"
             }
-            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            let detail = MessageLayout.terminalText(check.detail, indent: width + 8)
+            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(detail)\n"
             if let fix = check.fix {
                 text += String(repeating: " ", count: width + 8) + "fix: \(fix)\n"
             }

@@ -9,6 +9,8 @@ enum JSONValue: Sendable {
     case null
     case bool(Bool)
     case int(Int)
+    /// A number as written in JSON text (`-1.5e3`), kept verbatim.
+    case number(String)
     case string(String)
     case array([JSONValue])
     /// Members in the order given.
@@ -30,6 +32,7 @@ enum JSONValue: Sendable {
         case .null: return "null"
         case .bool(let value): return value ? "true" : "false"
         case .int(let value): return String(value)
+        case .number(let text): return text
         case .string(let value): return Self.quoted(value)
         case .array(let elements):
             if elements.isEmpty { return "[]" }

@@ -26,16 +26,21 @@ public enum PingKeyring {
         do {
             invocation = try ArgumentParser.parse(arguments)
         } catch {
-            return failure(error, json: arguments.contains("--json"))
+            return failure(error, json: ArgumentParser.requestsJSON(arguments))
         }
         switch invocation {
         case .help(let name):
             let text = name.flatMap(CommandTable.command(named:)).map(CommandTable.help(for:)) ?? CommandTable.overview
-            return Outcome(standardOutput: Data(text.utf8), standardError: "", status: 0)
+            return success(Data(text.utf8))
+        case .version:
+            return success(Data(versionLine.utf8))
         case .run(let command, let options):
             return await execute(command, options, environment: environment, readInput: readInput)
         }
     }
+
+    /// What `--version` prints: `ping-keyring 1.0.0` and a newline.
+    static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }
 
     private static func execute(_ command: Command, _ options: GlobalOptions, environment: [String: String],
                                 readInput: () -> Data) async -> Outcome {
@@ -55,6 +60,10 @@ public enum PingKeyring {
             case .delete(let account, let service):
                 let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
                 return success(Data((options.json ? report.json.document : report.human).utf8))
+            case .completion(let shell):
+                return success(Data((shell == "zsh" ? ZshCompletion.script : BashCompletion.script).utf8))
+            case .manual:
+                return success(Data(ManPage.page.utf8))
             case .doctor:
                 let report = await Doctor.run(LiveDoctorEnvironment(settings: settings, environment: environment))
                 return Outcome(standardOutput: Data((options.json ? report.json.document : report.human).utf8),
@@ -69,11 +78,13 @@ public enum PingKeyring {
         Outcome(standardOutput: output, standardError: "", status: ExitCode.ok.rawValue)
     }
 
-    /// stderr always gets `ping-keyring: error: KIND: message`; with `--json`, stdout also gets
-    /// `{"error": {…}}` so a script reading stdout always gets one JSON document.
+    /// stderr always gets `ping-keyring: error: KIND: message` (a list the message ends with, on
+    /// lines of its own below it); with `--json`, stdout also gets `{"error": {…}}` so a script
+    /// reading stdout always gets one JSON document.
     static func failure(_ error: ToolError, json: Bool) -> Outcome {
         Outcome(standardOutput: json ? Data(error.json.document.utf8) : Data(),
-                standardError: "\(CommandTable.program): error: \(error.kind): \(error.message)\n",
+                standardError: "\(CommandTable.program): error: \(error.kind): "
+                    + "\(MessageLayout.terminalText(error.message))\n",
                 status: error.status.rawValue)
     }
 }

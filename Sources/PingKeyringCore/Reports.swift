@@ -182,13 +182,15 @@ struct GetReport: Sendable, Equatable {
     /// For an envelope: the id of the key that sealed it.
     var keyID: String?
 
-    /// Human output: the JSON text and a newline, or with `--raw` the bytes exactly as stored.
-    var human: Data { raw ? value : value + Data("\n".utf8) }
+    /// Human output: the JSON text ending with exactly one newline of its own (one is added
+    /// unless the text already ends with one), or with `--raw` the bytes exactly as stored.
+    var human: Data { raw || value.last == 0x0A ? value : value + Data("\n".utf8) }
 
-    /// `value` is the text; bytes that are not UTF-8 (only possible with `--raw`) are base64 and
-    /// `encoding` says so. `encrypted` and `keyID` describe the item as stored.
+    /// `value` is the stored JSON value itself, embedded in the document (`encoding` `json`); with
+    /// `--raw`, bytes that are not JSON are a string: the text (`utf8`), or for bytes that are not
+    /// UTF-8 text (an envelope) base64 (`base64`). `encrypted` and `keyID` describe the item as stored.
     var json: JSONValue {
-        let text = value.contains(0) ? nil : String(data: value, encoding: .utf8)
+        let (encoding, shown) = Self.representation(of: value)
         return .object([
             ("account", .string(account)),
             ("service", .string(service)),
@@ -198,9 +200,18 @@ struct GetReport: Sendable, Equatable {
             ("size", .int(value.count)),
             ("encrypted", .string(encryption.rawValue)),
             ("keyID", .string(keyID)),
-            ("encoding", .string(text == nil ? "base64" : "utf8")),
-            ("value", .string(text ?? value.base64EncodedString())),
+            ("encoding", .string(encoding)),
+            ("value", shown),
         ])
+    }
+
+    /// How `--json` shows a value: `json` and the JSON value itself (re-indented, numbers and
+    /// member order as stored); `utf8` and a string for other text; `base64` and a string for
+    /// bytes that are not UTF-8 text or contain NUL.
+    static func representation(of value: Data) -> (encoding: String, value: JSONValue) {
+        if let parsed = JSONValue(parsing: value) { return ("json", parsed) }
+        if !value.contains(0), let text = String(data: value, encoding: .utf8) { return ("utf8", .string(text)) }
+        return ("base64", .string(value.base64EncodedString()))
     }
 }
 

@@ -218,6 +218,22 @@ extension Integration {
             #expect(try SecretTool.lookup(lookup(account)) == Data("opaque bytes".utf8), "left unchanged")
         }
 
+        @Test func getPrintsOneTrailingNewlineAndEmbedsJSON() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount()
+            defer { try? SecretTool.clear(lookup(account)) }
+            // Another tool's item whose JSON text ends with a newline: printed with that one only.
+            let stored = Data("{\"a\": [1, true]}\n".utf8)
+            try await SecretTool.storeBinary(label: "newline", attributes: lookup(account), secret: stored)
+            let got = try pingKeyring(["get", "-a", account])
+            #expect(got.status == 0, "\(got.stderr)")
+            #expect(got.stdout == stored, "no second newline")
+            let json = try jsonObject(try pingKeyring(["get", "-a", account, "-j"]))
+            #expect(json["encoding"] as? String == "json")
+            let value = try #require(json["value"] as? [String: Any], "the value as JSON, not a string")
+            #expect((value["a"] as? [Any])?.count == 2)
+        }
+
         @Test func jsonOutputOfEveryCommand() async throws {
             try Harness.requireHarness()
             let account = uniqueAccount()
@@ -237,7 +253,8 @@ extension Integration {
             #expect(Set(got.keys) == ["account", "service", "item", "collection", "contentType", "size", "encrypted",
                                       "keyID", "encoding", "value"])
             #expect(got["keyID"] is NSNull)
-            #expect(got["value"] as? String == value)
+            #expect(got["encoding"] as? String == "json")
+            #expect((got["value"] as? [String: Any])?["token"] as? String == "t\n\"quoted\" é", "embedded as JSON")
             #expect(got["item"] as? String == path)
             #expect(got["collection"] as? String == Harness.defaultCollectionPath)
             #expect(got["contentType"] as? String == "text/plain")
@@ -293,10 +310,10 @@ extension Integration {
             #expect(try pingKeyring(["get", "--account", account, "--raw"]).stdout == stored, "--raw: the envelope as stored")
 
             let gotJSON = try jsonObject(try pingKeyring(["get", "--account", account, "--json"]))
-            #expect(gotJSON["value"] as? String == json)
+            #expect((gotJSON["value"] as? [String: Any])?["accessToken"] as? String == secret, "decrypted, as JSON")
             #expect(gotJSON["encrypted"] as? String == "yes")
             #expect(gotJSON["keyID"] as? String == key)
-            #expect(gotJSON["encoding"] as? String == "utf8")
+            #expect(gotJSON["encoding"] as? String == "json")
             let rawJSON = try jsonObject(try pingKeyring(["get", "--account", account, "--json", "--raw"]))
             #expect(rawJSON["encoding"] as? String == "base64")
             #expect(rawJSON["value"] as? String == stored.base64EncodedString())
@@ -511,12 +528,13 @@ extension Integration {
             try Harness.requireHarness()
             let overview = try pingKeyring(["--help"])
             #expect(overview.status == 0)
+            #expect(overview.output.contains("Exit status:"))
             for command in ["list", "get", "save", "delete", "doctor"] {
                 #expect(overview.output.contains("  \(command) "))
                 let help = try pingKeyring([command, "--help"])
                 #expect(help.status == 0)
                 #expect(help.output.hasPrefix("Usage: ping-keyring \(command)"))
-                #expect(help.output.contains("Exit status:"))
+                #expect(help.output.hasSuffix("See 'ping-keyring --help' for exit statuses.\n"))
             }
             for bad in [[], ["get"], ["frobnicate"], ["list", "--bogus"], ["get", "--account"], ["doctor", "extra"],
                         ["get", "--account", "A", "--timeout", "0"]] {
@@ -527,6 +545,14 @@ extension Integration {
             }
             let json = try pingKeyring(["--json", "get"])
             #expect((try jsonObject(json)["error"] as? [String: Any])?["kind"] as? String == "usage")
+            for flag in ["--version", "-V"] {
+                let version = try pingKeyring([flag])
+                #expect(version.status == 0)
+                #expect(version.output.hasPrefix("ping-keyring ") && version.output.split(separator: "\n").count == 1)
+            }
+            let typo = try pingKeyring(["lst"])
+            #expect(typo.stderr.hasPrefix("ping-keyring: error: usage: unknown command 'lst'; did you mean 'list'?"))
+            #expect(try pingKeyring(["-j", "-g"]).stdout.isEmpty == false, "-j makes a usage error JSON too")
         }
 
         @Test func saveRefusesBadInputWithOrWithoutEncrypt() async throws {
@@ -573,7 +599,8 @@ extension Integration {
             let missing = try pingKeyring(["list", "--collection", "no-such-alias"])
             #expect(missing.status == 3)
             #expect(missing.stderr.contains("error: collectionNotFound:"))
-            #expect(missing.stderr.contains(Harness.defaultCollectionPath), "lists the collections")
+            #expect(missing.stderr.contains(".\nCollections:\n  /") && missing.stderr.contains("\n  \(Harness.defaultCollectionPath) ("),
+                    "lists the collections below the message, one a line: \(missing.stderr)")
         }
 
         // MARK: doctor

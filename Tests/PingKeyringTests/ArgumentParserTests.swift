@@ -1,3 +1,4 @@
+import Foundation
 import PingStorage
 import SecretService
 import Testing
@@ -56,10 +57,27 @@ struct ArgumentParserTests {
         #expect(try parse("doctor") == .run(.doctor, GlobalOptions()))
     }
 
+    @Test func hiddenCommands() throws {
+        #expect(try parse("completion bash") == .run(.completion(shell: "bash"), GlobalOptions()))
+        #expect(try parse("completion zsh") == .run(.completion(shell: "zsh"), GlobalOptions()))
+        #expect(try parse("man") == .run(.manual, GlobalOptions()))
+        #expect(try parse("completion --help") == .help(command: "completion"))
+        #expect(usageError("completion")?.message.hasPrefix("'completion' needs SHELL (bash or zsh)") == true)
+        #expect(usageError("completion fish")?.message.hasPrefix(
+            "unknown shell 'fish' for 'completion'; it is one of bash, zsh") == true)
+        #expect(usageError("completion bsh")?.message.hasPrefix(
+            "unknown shell 'bsh' for 'completion'; did you mean 'bash'?") == true)
+        #expect(usageError("completion bash zsh")?.message.hasPrefix("unexpected argument 'zsh'") == true)
+        #expect(usageError("man page")?.message.hasPrefix("unexpected argument 'page'") == true)
+        #expect(CommandTable.usageLine(for: CommandTable.command(named: "completion")!)
+                == "ping-keyring completion SHELL [GLOBAL OPTIONS]")
+    }
+
     @Test func everyCommandInTheTableParses() throws {
         for spec in CommandTable.commands {
             let required = spec.options.filter(\.isRequired).flatMap { ["--\($0.name)", "x"] }
-            guard case .run = try ArgumentParser.parse([spec.name] + required) else {
+            let argument = spec.argument.map { [$0.choices[0]] } ?? []
+            guard case .run = try ArgumentParser.parse([spec.name] + argument + required) else {
                 Issue.record("\(spec.name) did not parse to a command")
                 continue
             }
@@ -101,9 +119,12 @@ struct ArgumentParserTests {
         #expect(try timeout("10") == .seconds(10))
         #expect(try timeout("0.25") == .milliseconds(250))
         #expect(try timeout("0.0001") == .milliseconds(1), "never a zero deadline")
-        for bad in ["0", "-1", "abc", "nan", "inf", "1e9"] {
+        #expect(try timeout("86400") == .seconds(86400), "the largest accepted")
+        for bad in ["0", "0.0", "-1", "abc", "nan", "inf", "1e9", "86400.1"] {
             let error = usageError(["doctor", "--timeout", bad])
-            #expect(error?.message.contains("--timeout") == true, "\(bad)")
+            // The message states exactly the range that is accepted: 0 is not in it.
+            #expect(error?.message.hasPrefix("--timeout needs a number of seconds greater than 0 and at most 86400 "
+                                             + "(fractions allowed), not '\(bad)'") == true, "\(bad)")
         }
     }
 
@@ -129,7 +150,10 @@ struct ArgumentParserTests {
             #expect(try parse("--help \(spec.name)") == .help(command: spec.name))
             #expect(try parse("help \(spec.name)") == .help(command: spec.name))
             #expect(try parse("\(spec.name) -h --bogus") == .help(command: spec.name), "help wins over errors")
+            #expect(try parse("--bogus \(spec.name) --help") == .help(command: spec.name), "before them too")
         }
+        #expect(try parse("get --account -h") == .run(.get(account: "-h", service: defaultService, raw: false),
+                                                      GlobalOptions()), "an option's value is not a help request")
     }
 
     @Test func helpTextListsEveryOptionOfTheTable() {
@@ -139,12 +163,17 @@ struct ArgumentParserTests {
             for option in spec.options + CommandTable.globalOptions {
                 #expect(help.contains(option.synopsis), "\(spec.name) --help shows \(option.synopsis)")
             }
-            #expect(help.contains("Exit status:"))
-            #expect(CommandTable.overview.contains("  \(spec.name) "), "the overview lists \(spec.name)")
+            #expect(!help.contains("Exit status:"), "\(spec.name) --help does not repeat the exit statuses")
+            #expect(help.hasSuffix("\nSee 'ping-keyring --help' for exit statuses.\n"))
+            #expect(CommandTable.overview.contains("  \(spec.name) ") == !spec.isHidden,
+                    "the overview lists \(spec.name) unless it is hidden")
             for line in help.split(separator: "\n") {
                 #expect(line.count <= 100, "help lines are wrapped: \(line)")
             }
         }
+        #expect(CommandTable.overview.components(separatedBy: "Exit status:\n").count == 2,
+                "the overview has the exit statuses, once")
+        #expect(CommandTable.overview.contains(CommandTable.exitStatusHelp + "\n"))
         #expect(CommandTable.usageLine(for: CommandTable.command(named: "get")!)
                 == "ping-keyring get --account ACCOUNT [--service SERVICE] [--raw] [GLOBAL OPTIONS]")
     }

@@ -8,6 +8,7 @@ import Testing
 struct ExitCodeTests {
     @Test func documentedValues() {
         #expect(ExitCode.allCases.map(\.rawValue) == [0, 1, 2, 3, 4, 5])
+        #expect(CommandTable.exitStatuses.map(\.status) == ExitCode.allCases, "each status once, in order")
         for status in ExitCode.allCases {
             #expect(CommandTable.exitStatusHelp.contains("  \(status.rawValue)  "), "--help documents \(status.rawValue)")
         }

@@ -112,8 +112,8 @@ struct OutputTests {
         #expect(keysInOrder(document) == ["account", "service", "item", "collection", "contentType", "size",
                                           "encrypted", "keyID", "encoding", "value"])
         var json = try parseJSON(document)
-        #expect(json["value"] as? String == #"{"token":"t"}"#, "the JSON text as a string, unchanged")
-        #expect(json["encoding"] as? String == "utf8")
+        #expect((json["value"] as? [String: Any])?["token"] as? String == "t", "the JSON value itself")
+        #expect(json["encoding"] as? String == "json")
         #expect(json["encrypted"] as? String == "no")
         #expect(json["keyID"] is NSNull)
         #expect(json["size"] as? Int == 13)
@@ -137,7 +137,8 @@ struct OutputTests {
         let json = try parseJSON(report.json.document)
         #expect(json["encrypted"] as? String == "yes")
         #expect(json["keyID"] as? String == "0123456789abcdef0123456789abcdef")
-        #expect(json["value"] as? String == #""token""#)
+        #expect(json["value"] as? String == "token", "a String item's JSON is a JSON string")
+        #expect(json["encoding"] as? String == "json")
         #expect(json["size"] as? Int == 7, "the size of the value printed")
         #expect(report.human == Data("\"token\"\n".utf8))
     }
@@ -149,6 +150,19 @@ struct OutputTests {
         #expect(report.human == value + Data("\n".utf8))
         report.raw = true
         #expect(report.human == value, "--raw adds nothing")
+    }
+
+    @Test func getPrintsExactlyOneTrailingNewline() {
+        // A value written by another tool may end with a newline already: no second one.
+        var report = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
+                               value: Data("{\"a\": 1}\n".utf8), raw: false, encryption: .no, keyID: nil)
+        #expect(report.human == Data("{\"a\": 1}\n".utf8))
+        report.value = Data("\"x\"\n\n".utf8)
+        #expect(report.human == report.value, "its own newlines are the value's: kept, none added")
+        report.value = Data("\"x\"\r\n".utf8)
+        #expect(report.human == report.value, "CRLF ends with a newline too")
+        report.value = Data("\"x\" ".utf8)
+        #expect(report.human == Data("\"x\" \n".utf8))
     }
 
     @Test func saveAndDeleteJSONFieldNames() throws {
