@@ -13,12 +13,14 @@ let package = Package(
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
     targets: [
-        // Layer 1: libsecret and GLib as a Clang module, plus the few helpers Swift cannot express.
+        // Layer 1: libsecret, GLib and GIO as the one Clang module SecretService imports, with the
+        // little C that Swift cannot express (CLibSecret), and the pkg-config flags it builds with.
         .systemLibrary(
-            name: "CLibSecret",
+            name: "CLibSecretSystem",
             pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
         ),
+        .target(name: "CLibSecret", dependencies: ["CLibSecretSystem"]),
         // libgcrypt (already a dependency of libsecret; Debian: libgcrypt20-dev), and the one
         // process-wide initialisation of it that SecretService and PingStorageCrypto both use.
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
@@ -39,12 +41,6 @@ let package = Package(
         .executableTarget(
             name: "gcrypt-race-probe",
             dependencies: ["CAccessGate", "PingStorage", "PingStorageCrypto", "SecretService"]
-        ),
-        // The side-by-side benchmark (benchmark/run): raw libsecret from C next to KeychainStorage.
-        .target(name: "CBenchmarkLibsecret", dependencies: ["CLibSecret"]),
-        .executableTarget(
-            name: "pingstorage-benchmark",
-            dependencies: ["PingStorage", "SecretService", "CBenchmarkLibsecret"]
         ),
         // The command-line tool: a small library of testable pieces and a thin executable.
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto"]),

@@ -229,7 +229,13 @@ enum ArgumentParser {
         var options = GlobalOptions()
         options.json = values["json"] != nil
         options.noPrompt = values["no-prompt"] != nil
-        if let collection = values["collection"] { options.collection = collectionReference(collection) }
+        if let collection = values["collection"] {
+            do {
+                options.collection = try CollectionReference(parsing: collection)
+            } catch {
+                throw .usage("--collection: \(error.message)", command: command)
+            }
+        }
         if let text = values["timeout"] {
             guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
                 // 0 would be a deadline already passed: every call would time out.
@@ -239,16 +245,6 @@ enum ArgumentParser {
             options.timeout = .milliseconds(max(1, Int((seconds * 1000).rounded())))
         }
         return options
-    }
-
-    /// `default`, `session`, another alias, or an object path (starting with `/`).
-    static func collectionReference(_ text: String) -> CollectionReference {
-        if text.hasPrefix("/") { return .path(text) }
-        switch text {
-        case "default": return .default
-        case "session": return .session
-        default: return .alias(text)
-        }
     }
 
     private static func command(_ name: String, _ values: [String: String], argument: String?) -> Command {

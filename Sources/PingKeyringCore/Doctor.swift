@@ -314,7 +314,7 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
     func provider() async throws(ToolError) -> ProviderInfo {
         do {
             let provider = try await SecretServiceClient(options: settings.clientOptions()).provider()
-            return ProviderInfo(executable: provider.executable, processID: provider.processID,
+            return ProviderInfo(name: provider.displayName, executable: provider.executable, processID: provider.processID,
                                 uniqueName: provider.uniqueName, transport: provider.transportAlgorithm)
         } catch {
             throw ToolError.from(error)
@@ -362,6 +362,21 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
         }
     }
 
+    /// A key item as the doctor shows it (the size of its secret, never the secret); nil when it
+    /// was deleted meanwhile.
+    private static func keyItem(_ path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> EncryptionKeyItem? {
+        do {
+            let info = try await client.itemInfo(path)
+            var secret = try await client.secret(of: path).value
+            let byteCount = secret.bytes.count
+            secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
+            let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
+            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created)
+        } catch where error.code == .itemNotFound {
+            return nil
+        }
+    }
+
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] {
         let configuration = settings.configuration()
         // Never a prompt, never an unlock: a locked key item is reported, not opened.
@@ -373,20 +388,11 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
                 throw ToolError(
                     kind: "locked",
                     message: "\(found.locked.count) encryption key item\(found.locked.count == 1 ? " is" : "s are") "
-                        + "locked (\(found.locked.joined(separator: ", ")))")
+                        + "locked (\(found.locked.map(\.rawValue).joined(separator: ", ")))")
             }
             var keys: [EncryptionKeyItem] = []
             for path in found.unlocked {
-                do {
-                    let info = try await client.itemInfo(path)
-                    var secret = try await client.secret(of: path)
-                    let byteCount = secret.bytes.count
-                    secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
-                    let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
-                    keys.append(EncryptionKeyItem(path: path, keyID: keyID, byteCount: byteCount, created: info.created))
-                } catch let error as SecretServiceError where error.code == .itemNotFound {
-                    continue  // deleted meanwhile
-                }
+                if let key = try await Self.keyItem(path, client) { keys.append(key) }
             }
             return keys
         } catch {

@@ -48,15 +48,12 @@ enum KeyringCommands {
         let client = SecretServiceClient(options: settings.clientOptions())
         do {
             let info = try await client.collectionInfo(collection)
-            // Some providers hide a locked collection's items from searches: unlock first (through
-            // a prompt only when allowed), as KeychainStorage does.
-            if info.isLocked { try await client.unlock([info.path]) }
+            // Search and unlock as KeychainStorage does (the client's unlock policy).
             let queries = service.map { [["service": $0]] }
                 ?? [["xdg:schema": schemaName], ["service": KeychainConfiguration.defaultService]]
-            var paths: [String] = []
+            var paths: [ItemPath] = []
             for query in queries {
-                let found = try await client.searchItems(matching: query, in: collection)
-                if !found.locked.isEmpty { try await client.unlock(found.locked) }
+                let found = try await client.findItems(matching: query, in: collection)
                 paths += found.all.filter { !paths.contains($0) }
             }
             var items: [ListedItem] = []
@@ -64,7 +61,7 @@ enum KeyringCommands {
                 if let item = try await listedItem(path, client) { items.append(item) }
             }
             items.sort { ($0.service, $0.account, $0.path) < ($1.service, $1.account, $1.path) }
-            return ListReport(collectionPath: info.path, service: service, items: items)
+            return ListReport(collectionPath: info.path.rawValue, service: service, items: items)
         } catch {
             throw ToolError.from(error)
         }
@@ -72,20 +69,21 @@ enum KeyringCommands {
 
     /// The item's metadata and the size of its secret; nil when it has no `account` attribute
     /// (KeychainStorage cannot reach it) or vanished meanwhile.
-    private static func listedItem(_ path: String, _ client: SecretServiceClient) async throws -> ListedItem? {
-        do {
+    private static func listedItem(_ path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> ListedItem? {
+        do throws(SecretServiceError) {
             let info = try await client.itemInfo(path)
             guard let account = info.attributes["account"], let service = info.attributes["service"] else {
                 return nil
             }
-            let secret = try await client.secret(of: path)
+            var secret = try await client.secret(of: path).value
+            defer { secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex) }
             return ListedItem(
-                account: account, service: service, label: info.label, path: path,
-                collectionPath: info.collectionPath, created: info.created, modified: info.modified,
+                account: account, service: service, label: info.label, path: path.rawValue,
+                collectionPath: info.collectionPath.rawValue, created: info.created, modified: info.modified,
                 size: secret.bytes.count, contentType: secret.contentType,
                 encryption: Encryption.classify(secret.bytes), keyID: Encryption.keyID(of: secret.bytes),
                 schema: info.attributes["xdg:schema"])
-        } catch let error as SecretServiceError where error.code == .itemNotFound {
+        } catch where error.code == .itemNotFound {
             return nil
         }
     }
@@ -104,12 +102,7 @@ enum KeyringCommands {
             // client deletes it between the lookup and the read.
             for attempt in 1...2 {
                 guard let info = try await storage.itemInfo() else { break }
-                let secret: SecretValue
-                do {
-                    secret = try await client.secret(of: info.path)
-                } catch let error as SecretServiceError where error.code == .itemNotFound && attempt == 1 {
-                    continue
-                }
+                guard let secret = try await secret(of: info.path, client, vanishedIsNil: attempt == 1) else { continue }
                 let encryption = Encryption.classify(secret.bytes)
                 var value = secret.bytes
                 if !raw {
@@ -124,8 +117,8 @@ enum KeyringCommands {
                                           decrypted: encryption == .yes)
                     }
                 }
-                return GetReport(account: account, service: service, path: info.path,
-                                 collectionPath: info.collectionPath, contentType: secret.contentType,
+                return GetReport(account: account, service: service, path: info.path.rawValue,
+                                 collectionPath: info.collectionPath.rawValue, contentType: secret.contentType,
                                  value: value, raw: raw, encryption: encryption,
                                  keyID: Encryption.keyID(of: secret.bytes))
             }
@@ -134,6 +127,16 @@ enum KeyringCommands {
                 message: "no item for account '\(account)' (service '\(service)') in \(configuration.collection).")
         } catch {
             throw ToolError.from(error)
+        }
+    }
+
+    /// The item's secret; nil when it vanished and `vanishedIsNil` (the caller looks again).
+    private static func secret(of path: ItemPath, _ client: SecretServiceClient,
+                               vanishedIsNil: Bool) async throws(SecretServiceError) -> SecretValue? {
+        do {
+            return try await client.secret(of: path).value
+        } catch where error.code == .itemNotFound && vanishedIsNil {
+            return nil
         }
     }
 
@@ -213,8 +216,8 @@ enum KeyringCommands {
             // The item passed is a placeholder: VerbatimValue replaces its JSON with `value`.
             try await storage.save(item: "")
             let info = try await storage.itemInfo()
-            return SaveReport(account: account, service: service, path: info?.path,
-                              collectionPath: info?.collectionPath, size: value.count,
+            return SaveReport(account: account, service: service, path: info?.path.rawValue,
+                              collectionPath: info?.collectionPath.rawValue, size: value.count,
                               encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID)
         } catch {
             throw ToolError.from(error)

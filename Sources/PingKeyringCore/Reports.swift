@@ -48,29 +48,18 @@ enum Encryption: String, Sendable, Equatable {
 
 /// The provider behind `org.freedesktop.secrets`, as the doctor shows it.
 struct ProviderInfo: Sendable, Equatable {
-    /// `gnome-keyring-d` (the kernel keeps 15 characters), `keepassxc`, `kwalletd6`, …; nil when
-    /// the process is not visible.
+    /// GNOME Keyring, KWallet, KeePassXC, or the executable's file name.
+    var name: String
+    /// The provider's executable as `/proc/PID/exe` shows it (not the name a process gives
+    /// itself); nil when the process is not visible (another PID namespace).
     var executable: String?
-    var processID: UInt32
+    var processID: UInt32?
     var uniqueName: String?
     /// `plain` or `dh-ietf1024-sha256-aes128-cbc-pkcs7`.
     var transport: String
 
-    /// The product name for an executable name: GNOME Keyring, KeePassXC, KWallet, else the name itself.
-    static func productName(executable: String?) -> String {
-        switch executable {
-        case "gnome-keyring-d", "gnome-keyring-daemon": "GNOME Keyring"
-        case "keepassxc": "KeePassXC"
-        case "kwalletd5", "kwalletd6", "ksecretd": "KWallet"
-        case let name?: name
-        case nil: "unknown (its process is not visible from here)"
-        }
-    }
-
-    var name: String { Self.productName(executable: executable) }
-
     var description: String {
-        var details = [executable ?? "executable unknown", "pid \(processID)"]
+        var details = [executable ?? "executable not visible", "pid \(processID.map(String.init) ?? "unknown")"]
         if let uniqueName { details.append(uniqueName) }
         return "\(name) (\(details.joined(separator: ", ")))"
     }
@@ -79,7 +68,7 @@ struct ProviderInfo: Sendable, Equatable {
         .object([
             ("name", .string(name)),
             ("executable", .string(executable)),
-            ("pid", .int(Int(processID))),
+            ("pid", processID.map { .int(Int($0)) } ?? .null),
             ("uniqueName", .string(uniqueName)),
             ("transport", .string(transport)),
         ])

@@ -1,58 +1,56 @@
 import Locking
 import SecretService
 
-/// Serializes operations on the same item within the process, so that a save (search, write,
-/// remove duplicates) never interleaves with another save or delete of the same account.
-/// Operations on different accounts run concurrently. FIFO per key.
+/// Asynchronous locks by key, FIFO per key: operations under different keys run concurrently. A
+/// caller waiting for a lock gives up at its deadline or when its Task is cancelled, without
+/// disturbing the others (each waits on a ``OneShot``).
+///
+/// ``shared`` serializes operations on the same account within the process, so that a save
+/// (search, write, remove duplicates) never interleaves with another save or delete of it.
 final class AccountLocks: Sendable {
     static let shared = AccountLocks()
 
-    private struct Waiters {
-        var queue: [CheckedContinuation<Void, Never>] = []
-    }
-    /// Keys currently held; the value holds the tasks waiting for that key.
-    private let held = Locked<[String: Waiters]>([:])
+    /// Keys currently held, with the callers waiting for each.
+    private let held = Locked<[String: [OneShot<Void>]]>([:])
 
-    func withLock<Value: Sendable>(_ key: String, _ body: () async throws -> Value) async throws -> Value {
-        await acquire(key)
+    /// Runs `body` while holding `key`.
+    /// - Throws: `body`'s error; `.timedOut` at `deadline` or `.cancelled` while waiting.
+    func withLock<Value: Sendable>(_ key: String, deadline: Deadline,
+                                   _ body: () async throws -> Value) async throws -> Value {
+        try await acquire(key, deadline: deadline)
         defer { release(key) }
         return try await body()
     }
 
-    private func acquire(_ key: String) async {
+    private func acquire(_ key: String, deadline: Deadline) async throws(SecretServiceError) {
+        let waiter = OneShot<Void>(operation: "wait for another call on the same account", deadline: deadline)
         let acquired = held.withLock { held -> Bool in
-            if held[key] == nil {
-                held[key] = Waiters()
+            guard held[key] != nil else {
+                held[key] = []
                 return true
             }
+            held[key]!.append(waiter)
             return false
         }
         if acquired { return }
-        await withCheckedContinuation { continuation in
-            let acquiredNow = held.withLock { held -> Bool in
-                if held[key] == nil {
-                    held[key] = Waiters()
-                    return true
-                }
-                held[key]!.queue.append(continuation)
-                return false
-            }
-            if acquiredNow { continuation.resume() }
-        }
+        // Ownership is handed over by `release` finishing this waiter with success; a waiter that
+        // ended first (deadline, cancellation) refuses it, and `release` passes it on.
+        try await waiter.value()
     }
 
     private func release(_ key: String) {
-        let next = held.withLock { held -> CheckedContinuation<Void, Never>? in
-            guard var waiters = held[key] else { return nil }
-            if waiters.queue.isEmpty {
-                held[key] = nil
-                return nil
+        while true {
+            let next = held.withLock { held -> OneShot<Void>? in
+                guard var waiters = held[key], !waiters.isEmpty else {
+                    held[key] = nil
+                    return nil
+                }
+                let next = waiters.removeFirst()
+                held[key] = waiters
+                return next
             }
-            let next = waiters.queue.removeFirst()
-            held[key] = waiters
-            return next
+            guard let next else { return }
+            if next.finish(.success(())) { return }
         }
-        // Ownership passes straight to the next waiter: the key stays held.
-        next?.resume()
     }
 }

@@ -14,10 +14,24 @@ public struct EncryptionContext: Sendable, Hashable {
         self.account = account
     }
 
-    /// The bytes an AEAD cipher authenticates for this context: a domain label, the service and
-    /// the account, each NUL-terminated (neither may contain NUL, which KeychainStorage checks).
+    /// The bytes an AEAD cipher authenticates for this context, different for every distinct
+    /// (service, account) pair:
+    /// - when neither contains NUL (always so for KeychainStorage, which rejects NUL):
+    ///   `com.pingidentity.PingStorage/v1`, the service and the account, each followed by a NUL
+    ///   (the form every envelope written so far is bound to);
+    /// - otherwise `com.pingidentity.PingStorage/v2` and a NUL, then the service and the account,
+    ///   each preceded by its length in UTF-8 bytes (4 bytes, big-endian). The two forms start
+    ///   differently, so no context of one form can produce the bytes of another.
     public var associatedData: Data {
-        Data("com.pingidentity.PingStorage/v1\u{0}\(service)\u{0}\(account)\u{0}".utf8)
+        let service = Array(service.utf8), account = Array(account.utf8)
+        guard service.contains(0) || account.contains(0) else {
+            return Data("com.pingidentity.PingStorage/v1\u{0}".utf8) + service + [0] + account + [0]
+        }
+        func lengthPrefixed(_ bytes: [UInt8]) -> [UInt8] {
+            let count = UInt32(bytes.count)
+            return [UInt8(count >> 24), UInt8(count >> 16 & 0xFF), UInt8(count >> 8 & 0xFF), UInt8(count & 0xFF)] + bytes
+        }
+        return Data("com.pingidentity.PingStorage/v2\u{0}".utf8) + lengthPrefixed(service) + lengthPrefixed(account)
     }
 }
 

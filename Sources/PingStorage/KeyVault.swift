@@ -1,29 +1,50 @@
-import Locking
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Locking
 import PingStorageCrypto
 import SecretService
 
 /// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own in the
-/// Secret Service.
+/// Secret Service (attributes `xdg:schema` = ``schema``, `key-id`, and `key-check`, the key's
+/// ``SymmetricKey/checkValue``).
 ///
-/// Race-safety without locks across processes: a process that finds no key creates one under a
-/// fresh random key id (so concurrent creators never overwrite each other), then searches again
-/// and encrypts with the *oldest* key it sees (by creation time, then id), which every process
-/// converges on. No key is ever replaced or deleted, and every envelope carries its key's id, so
-/// whatever a process encrypted with the key it made stays decryptable.
+/// - **Which key seals new data:** the oldest key item in the collection (by creation time, then
+///   id). A process that finds none creates one under a fresh random id (concurrent creators never
+///   overwrite each other) and then takes the oldest it sees. Whenever the change token moved
+///   (an item was created or deleted, a collection changed), the choice is made again, so every
+///   process settles on the same key at its first encryption after it saw the others' keys.
+///   Items sealed with another key stay readable: every envelope names its key, and no key is
+///   ever replaced or deleted by this library.
+/// - **A key rewritten under the same id** (a restore, another tool): every key loaded is checked
+///   against its `key-check`; and after each save, the storage asks ``confirm(_:)`` whether the
+///   key item still holds the bytes it sealed with, so a save is never reported done when a fresh
+///   process would load other bytes for that id.
 actor KeyVault {
     static let schema = "com.pingidentity.PingStorage.SecuredKey"
     static let label = "PingStorage encryption key — items encrypted with it cannot be read without it; do not delete"
 
-    private let backend: any SecretServiceBackend
+    private let backend: any KeychainBackend
     private let collection: CollectionReference
     private var keys: [KeyID: SymmetricKey] = [:]
-    private var current: KeyID?
-    private var findingCurrent: Task<(KeyID, SymmetricKey), any Error>?
+    /// The key that seals new data, its item, and the change token when it was chosen.
+    private var current: (id: KeyID, path: ItemPath, token: ChangeToken?)?
+    private let choosing = SharedWork<KeyChoice>()
+    private let timeout: Duration
 
-    init(backend: any SecretServiceBackend, collection: CollectionReference) {
+    struct KeyChoice: Sendable {
+        let id: KeyID
+        let key: SymmetricKey
+        let path: ItemPath
+        let token: ChangeToken?
+    }
+
+    init(backend: any KeychainBackend, collection: CollectionReference, timeout: Duration) {
         self.backend = backend
         self.collection = collection
+        self.timeout = timeout
     }
 
     private static let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
@@ -32,122 +53,143 @@ actor KeyVault {
     static func shared(for configuration: KeychainConfiguration) -> KeyVault {
         vaults.withLock { vaults in
             if let vault = vaults[configuration] { return vault }
-            let vault = KeyVault(backend: SecretServiceClient(options: configuration.clientOptions),
-                                 collection: configuration.collection)
+            let vault = KeyVault(backend: SecretServiceKeychainBackend.shared(for: configuration),
+                                 collection: configuration.collection, timeout: configuration.timeout)
             vaults[configuration] = vault
             return vault
         }
     }
 
-    /// The ``ItemChanges`` generation at which `current` was last seen in the keyring.
-    private var currentVerifiedAt: UInt64 = 0
-
-    /// The key new data is encrypted with, loaded or created on first use.
-    ///
-    /// A key deleted from the keyring while this process runs (Seahorse, another tool) must not
-    /// go on encrypting new data that no other process could read: whenever an item was created or
-    /// deleted since the key was last seen (``ItemChanges``), its item is looked up again first.
-    func currentKey() async throws -> (KeyID, SymmetricKey) {
-        if let current, let key = keys[current] {
-            let generation = backend.itemGeneration
-            if generation == currentVerifiedAt { return (current, key) }
-            let stillThere = try await mapped {
-                try await backend.findUnlockedItems(
-                    matching: ["xdg:schema": Self.schema, "key-id": current.hexString], in: collection) != nil
-            }
-            if stillThere {
-                currentVerifiedAt = generation
-                return (current, key)
-            }
-            // Gone: keep it in memory to read what it encrypted, but find or make another for new data.
-            self.current = nil
+    /// The key new data is sealed with, chosen (or created) on first use and again whenever the
+    /// change token moved.
+    func currentKey() async throws(SecretServiceError) -> (KeyID, SymmetricKey) {
+        if let current, let key = keys[current.id], let chosenAt = current.token,
+           let now = backend.currentChangeToken, now.isUnchanged(since: chosenAt) {
+            return (current.id, key)
         }
-        if let findingCurrent { return try await findingCurrent.value }
-        let generation = backend.itemGeneration
-        let task = Task { try await self.findOrCreateCurrentKey() }
-        findingCurrent = task
-        defer { findingCurrent = nil }
-        let (id, key) = try await task.value
-        current = id
-        currentVerifiedAt = generation
-        keys[id] = key
-        return (id, key)
+        let deadline = Deadline(timeout: timeout)
+        let backend = self.backend.ending(by: deadline)
+        let collection = self.collection
+        let choice = try await choosing.value(operation: "find the encryption key", deadline: deadline) { _ throws(SecretServiceError) in
+            try await Self.chooseKey(backend, collection)
+        }
+        keys[choice.id] = choice.key
+        current = (choice.id, choice.path, choice.token)
+        return (choice.id, choice.key)
     }
 
     /// The key with `id`, from memory or the keyring.
     /// - Throws: ``EncryptorError/keyNotFound(_:)`` when no such key is in the keyring.
     func key(for id: KeyID) async throws -> SymmetricKey {
         if let key = keys[id] { return key }
-        let paths = try await mapped {
-            try await backend.findUnlockedItems(matching: ["xdg:schema": Self.schema, "key-id": id.hexString], in: collection)
+        let backend = self.backend.ending(by: Deadline(timeout: timeout))
+        let found = try await mapped { () async throws(SecretServiceError) in
+            try await backend.findItems(matching: ["xdg:schema": Self.schema, "key-id": id.hexString], in: collection)
         }
-        guard let path = paths?.first else {
+        guard let path = found.all.first else {
             throw EncryptorError.keyNotFound(
-                "the encryption key \(id.hexString) this item was encrypted with is not in the keyring "
+                "The encryption key \(id.hexString) this item was encrypted with is not in the keyring "
                 + "(it was deleted, or the keyring was restored from elsewhere). The item was left "
                 + "unchanged and cannot be decrypted; save a new value (it is encrypted with the current "
                 + "key) or delete the item.")
         }
-        let key = try await load(path)
+        let loaded = try await mapped { () async throws(SecretServiceError) in
+            try await Self.load(try await backend.itemInfo(path), backend)
+        }
+        let key = try loaded.get()
         keys[id] = key
         return key
     }
 
-    private func findOrCreateCurrentKey() async throws -> (KeyID, SymmetricKey) {
-        if let existing = try await oldestKey() { return existing }
-        let id = try KeyID.generate()
-        let key = try SymmetricKey.generate()
-        _ = try await mapped {
-            try await backend.createItem(
-                in: collection, label: Self.label, attributes: ["xdg:schema": Self.schema, "key-id": id.hexString],
-                secret: SecretValue(bytes: key.exportData(), contentType: "application/octet-stream"),
-                replacing: false)
+    /// Whether the key item of `id` still holds the key this vault sealed with (one read). When it
+    /// holds other bytes, they are checked and used from now on, and false is returned: what was
+    /// sealed with the old bytes must be sealed again.
+    func confirm(_ id: KeyID) async throws -> Bool {
+        guard let sealedWith = keys[id] else { return false }
+        let backend = self.backend.ending(by: Deadline(timeout: timeout))
+        let found = try await mapped { () async throws(SecretServiceError) in
+            try await backend.findItems(matching: ["xdg:schema": Self.schema, "key-id": id.hexString], in: collection)
         }
-        // Another process may have created a key at the same time: everyone uses the oldest.
-        guard let chosen = try await oldestKey() else {
-            throw KeychainError.providerError(
-                dbusErrorName: nil, message: "the encryption key was created but cannot be found again in \(collection)")
+        guard let path = found.all.first else {
+            // Deleted meanwhile: choose (or make) another key and seal again.
+            keys[id] = nil
+            current = nil
+            return false
         }
-        return chosen.0 == id ? (id, key) : chosen
+        let stored = try await mapped { () async throws(SecretServiceError) in
+            try await Self.load(try await backend.itemInfo(path), backend)
+        }.get()
+        if stored.hasSameBytes(as: sealedWith) { return true }
+        keys[id] = stored
+        return false
     }
 
-    /// The oldest key in the keyring (by creation time, then id), loaded.
-    private func oldestKey() async throws -> (KeyID, SymmetricKey)? {
-        try await mapped {
-            guard let paths = try await backend.findUnlockedItems(matching: ["xdg:schema": Self.schema], in: collection) else {
-                return nil
-            }
-            var candidates: [(KeyID, Date, String)] = []
-            for path in paths {
-                let info = try await backend.itemInfo(path)
-                guard let hex = info.attributes["key-id"], let id = KeyID(hexString: hex) else { continue }
-                candidates.append((id, info.created, path))
-            }
-            guard let oldest = candidates.min(by: { ($0.1, $0.0.hexString) < ($1.1, $1.0.hexString) }) else {
-                return nil
-            }
-            let key = try await load(oldest.2)
-            keys[oldest.0] = key
-            return (oldest.0, key)
-        }
-    }
+    // MARK: Choosing
 
-    private func load(_ path: String) async throws -> SymmetricKey {
-        var bytes = try await mapped { try await backend.secret(of: path) }.bytes
-        defer { bytes.resetBytes(in: bytes.startIndex..<bytes.endIndex) }
+    private static func chooseKey(_ backend: any KeychainBackend, _ collection: CollectionReference) async throws(SecretServiceError) -> KeyChoice {
+        if let oldest = try await oldestKey(backend, collection) { return oldest }
+        let id: KeyID, key: SymmetricKey
         do {
-            return try SymmetricKey(data: bytes)
+            id = try KeyID.generate()
+            key = try SymmetricKey.generate()
         } catch {
-            throw EncryptorError.unsupportedFormat(
-                "the encryption key item \(path) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged.")
+            throw SecretServiceError(.providerError, operation: "create the encryption key",
+                                     message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed").")
         }
+        var exported = key.exportData()
+        defer { exported.wipe() }
+        _ = try await backend.createItem(
+            in: collection, label: label,
+            attributes: ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue],
+            secret: SecretValue(bytes: exported, contentType: "application/octet-stream"), replacing: false)
+        // Another process may have created a key at the same time: everyone uses the oldest.
+        guard let chosen = try await oldestKey(backend, collection) else {
+            throw SecretServiceError(.providerError, operation: "create the encryption key",
+                                     message: "The encryption key was created but cannot be found again.")
+        }
+        return chosen
     }
 
-    private func mapped<Value>(_ body: () async throws -> Value) async throws -> Value {
+    /// The oldest usable key in the keyring (by creation time, then id), loaded and checked; key
+    /// items that do not hold a key matching their `key-check` are passed over.
+    private static func oldestKey(_ backend: any KeychainBackend, _ collection: CollectionReference) async throws(SecretServiceError) -> KeyChoice? {
+        let found = try await backend.findItems(matching: ["xdg:schema": schema], in: collection)
+        var candidates: [(id: KeyID, created: Date, info: SecretItemInfo)] = []
+        for path in found.all {
+            let info = try await backend.itemInfo(path)
+            guard let hex = info.attributes["key-id"], let id = KeyID(hexString: hex) else { continue }
+            candidates.append((id, info.created, info))
+        }
+        for candidate in candidates.sorted(by: { ($0.created, $0.id.hexString) < ($1.created, $1.id.hexString) }) {
+            if case .success(let key) = try await load(candidate.info, backend) {
+                return KeyChoice(id: candidate.id, key: key, path: candidate.info.path, token: found.changeToken)
+            }
+        }
+        return nil
+    }
+
+    /// Reads a key item and checks its bytes against its `key-check` (items of earlier versions
+    /// have none): the key, or why the item is unusable.
+    private static func load(_ item: SecretItemInfo, _ backend: any KeychainBackend) async throws(SecretServiceError) -> Result<SymmetricKey, EncryptorError> {
+        var bytes = try await backend.secret(of: item.path).value.bytes
+        defer { bytes.wipe() }
+        guard let key = try? SymmetricKey(data: bytes) else {
+            return .failure(.unsupportedFormat(
+                "The encryption key item \(item.path) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged."))
+        }
+        if let checkValue = item.attributes["key-check"], checkValue != key.checkValue {
+            return .failure(.unsupportedFormat(
+                "The encryption key item \(item.path) holds bytes that do not match its key-check attribute: another "
+                + "program changed it. It was left unchanged; restore it, or delete it and the items it encrypted."))
+        }
+        return .success(key)
+    }
+
+    private func mapped<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws -> Value {
         do {
             return try await body()
         } catch {
-            throw KeychainError.from(error)
+            throw KeychainError.thrown(error)
         }
     }
 }

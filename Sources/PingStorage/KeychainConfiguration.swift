@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 public import SecretService
 
 /// Where and how ``KeychainStorage`` keeps items in the Secret Service (Linux only; iOS has no
@@ -13,14 +17,29 @@ public struct KeychainConfiguration: Sendable, Hashable {
     /// collection named by the `PINGSTORAGE_COLLECTION` environment variable (an alias such as
     /// `session`, or an object path starting with `/`).
     public var collection: CollectionReference
-    /// How long one `save`, `get` or `delete` may take in all, prompts included. Default 25 s.
-    public var timeout: Duration
+    /// How calls behave: deadline, prompts, transport (see ``SecretServiceClient/Options``).
+    public var options: SecretServiceClient.Options
+    /// The D-Bus bus the Secret Service is on. Default: the session bus.
+    public var bus: BusAddress
+
+    /// How long one `save`, `get` or `delete` may take in all, waiting and prompts included.
+    /// Default 25 s. (``options``' timeout.)
+    public var timeout: Duration {
+        get { options.timeout }
+        set { options.timeout = newValue }
+    }
     /// Whether a locked keyring may be unlocked through the provider's prompt. When false, calls
-    /// on a locked keyring throw ``KeychainError/locked(_:)`` at once.
-    public var allowsPrompts: Bool
+    /// on a locked keyring throw ``KeychainError/locked(_:)`` at once. (``options``'.)
+    public var allowsPrompts: Bool {
+        get { options.allowsPrompts }
+        set { options.allowsPrompts = newValue }
+    }
     /// Whether to accept a provider that only offers `plain` sessions (secrets unencrypted on the
-    /// bus). Default false.
-    public var allowsPlainTransport: Bool
+    /// bus). Default false. (``options``'.)
+    public var allowsPlainTransport: Bool {
+        get { options.allowsPlainTransport }
+        set { options.allowsPlainTransport = newValue }
+    }
 
     /// Creates a configuration; every parameter has the default described on its property.
     public init(
@@ -28,31 +47,24 @@ public struct KeychainConfiguration: Sendable, Hashable {
         collection: CollectionReference? = nil,
         timeout: Duration = .seconds(25),
         allowsPrompts: Bool = true,
-        allowsPlainTransport: Bool = false
+        allowsPlainTransport: Bool = false,
+        bus: BusAddress = .session
     ) {
         self.service = service
         self.collection = collection ?? Self.collectionFromEnvironment() ?? .default
-        self.timeout = timeout
-        self.allowsPrompts = allowsPrompts
-        self.allowsPlainTransport = allowsPlainTransport
+        self.options = .init(timeout: timeout, allowsPrompts: allowsPrompts, allowsPlainTransport: allowsPlainTransport)
+        self.bus = bus
     }
 
     /// The configuration ``KeychainStorage`` uses when none is given.
     public static var standard: KeychainConfiguration { KeychainConfiguration() }
 
-    var clientOptions: SecretServiceClient.Options {
-        .init(timeout: timeout, allowsPrompts: allowsPrompts, allowsPlainTransport: allowsPlainTransport)
-    }
-
     private static func collectionFromEnvironment() -> CollectionReference? {
         guard let value = ProcessInfo.processInfo.environment["PINGSTORAGE_COLLECTION"], !value.isEmpty else {
             return nil
         }
-        if value.hasPrefix("/") { return .path(value) }
-        switch value {
-        case "default": return .default
-        case "session": return .session
-        default: return .alias(value)
-        }
+        // A malformed path is kept as a name, so that the first call reports it as a collection
+        // that does not exist (naming it) rather than silently using another one.
+        return (try? CollectionReference(parsing: value)) ?? .alias(value)
     }
 }

@@ -1,12 +1,39 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
-import SecretService
+#endif
+public import SecretService
 
-/// Errors of ``KeychainStorage``.
+/// Errors of ``KeychainStorage`` and of ``SecuredKeyEncryptor``'s key storage.
 ///
 /// The first three cases are the iOS SDK's and exist so that code written for iOS compiles
-/// unchanged; on Linux every failure has a specific case below them that says what happened and
-/// what to do, so those three are not thrown. Messages never contain secret bytes.
+/// unchanged; on Linux every failure has a specific case below them, so those three are not
+/// thrown. Each specific case carries ``Details``: what happened and what to do for the person
+/// using the app (`errorDescription`, `failureReason`, `recoverySuggestion`), and what a developer
+/// needs (``Details/detail``). Never contains secret bytes. Task cancellation is thrown as
+/// `CancellationError`, not as a KeychainError.
 public enum KeychainError: LocalizedError, Sendable, Hashable {
+    /// What happened and what to do, for two audiences.
+    public struct Details: Sendable, Hashable, CustomStringConvertible {
+        /// What happened, for a person: no object paths, no D-Bus names.
+        public var message: String
+        /// What the person can do; nil when nothing.
+        public var recovery: String?
+        /// For developers: object paths, D-Bus error names, the provider's own text.
+        public var detail: String?
+
+        /// Creates details.
+        public init(message: String, recovery: String? = nil, detail: String? = nil) {
+            self.message = message
+            self.recovery = recovery
+            self.detail = detail
+        }
+
+        /// ``message`` followed by ``recovery``.
+        public var description: String { [message, recovery].compactMap { $0 }.joined(separator: " ") }
+    }
+
     /// iOS: the keychain refused a save. Linux throws the specific cases instead.
     case unableToSave
     /// iOS: the keychain refused a read. Linux throws the specific cases instead.
@@ -14,26 +41,39 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
     /// iOS: the keychain refused a delete. Linux throws the specific cases instead.
     case unableToDelete
     /// No D-Bus session bus could be reached.
-    case noSessionBus(String)
-    /// No Secret Service provider (gnome-keyring, KeePassXC, KWallet) on the session bus.
-    case noSecretService(String)
-    /// The configured collection (e.g. the `default` alias) does not exist. The message names the
-    /// collections that do.
-    case collectionNotFound(String)
+    case noSessionBus(Details)
+    /// No Secret Service provider (GNOME Keyring, KWallet, KeePassXC) on the bus.
+    case noSecretService(Details)
+    /// The Secret Service on the bus runs as another Unix user; nothing was sent to it.
+    case untrustedProvider(Details)
+    /// The configured collection (e.g. the `default` alias) does not exist.
+    case collectionNotFound(Details)
     /// The keyring is locked and was not unlocked (prompts disabled, or no prompt possible).
-    case locked(String)
+    case locked(Details)
     /// The user dismissed the unlock prompt.
-    case promptDismissed(String)
+    case promptDismissed(Details)
     /// The keyring did not answer before the deadline.
-    case timedOut(String)
+    case timedOut(Details)
     /// The stored item cannot be decoded into the expected type. It is left in the keyring as it is.
-    case corruptItem(String)
+    case corruptItem(Details)
     /// An argument was rejected before anything was sent (e.g. an empty account).
-    case invalidArgument(String)
+    case invalidArgument(Details)
     /// The provider only offered a session that would send secrets unencrypted over D-Bus.
-    case insecureTransport(String)
-    /// The provider returned another error; `dbusErrorName` is its D-Bus name when it had one.
-    case providerError(dbusErrorName: String?, message: String)
+    case insecureTransport(Details)
+    /// The provider refused the request or answered unexpectedly; ``Details/detail`` says how.
+    case providerError(Details)
+
+    /// The details of a Linux case; nil for the three iOS cases.
+    public var details: Details? {
+        switch self {
+        case .unableToSave, .unableToRetrieve, .unableToDelete: nil
+        case .noSessionBus(let details), .noSecretService(let details), .untrustedProvider(let details),
+             .collectionNotFound(let details), .locked(let details), .promptDismissed(let details),
+             .timedOut(let details), .corruptItem(let details), .invalidArgument(let details),
+             .insecureTransport(let details), .providerError(let details):
+            details
+        }
+    }
 
     /// What went wrong and what to do, for a person (the iOS SDK's property).
     public var errorMessage: String {
@@ -41,43 +81,70 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
         case .unableToSave: "Unable to save the item in the keychain"
         case .unableToRetrieve: "Unable to retrieve the item from the keychain"
         case .unableToDelete: "Unable to delete the item from the keychain"
-        case .noSessionBus(let message), .noSecretService(let message), .collectionNotFound(let message),
-             .locked(let message), .promptDismissed(let message), .timedOut(let message),
-             .corruptItem(let message), .invalidArgument(let message),
-             .insecureTransport(let message):
-            message
-        case .providerError(let name, let message):
-            name.map { "\(message) [\($0)]" } ?? message
+        default: details!.description
         }
     }
 
     /// Same as ``errorMessage`` (the iOS SDK leaves this empty; here `localizedDescription` is useful).
     public var errorDescription: String? { errorMessage }
-}
+    /// What happened.
+    public var failureReason: String? { details?.message ?? errorMessage }
+    /// What to do about it.
+    public var recoverySuggestion: String? { details?.recovery }
+    /// For developers: object paths, D-Bus error names, the provider's own text.
+    public var detail: String? { details?.detail }
 
-extension KeychainError {
-    /// The ``KeychainError`` a Secret Service client error stands for, with its message (what
-    /// happened and what to do): the one mapping between the two layers, for code that uses
-    /// `SecretServiceClient` directly and wants KeychainStorage's errors.
-    public init(_ error: SecretServiceError) {
-        let message = "\(error.operation): \(error.message)"
-        switch error.code {
-        case .noSessionBus: self = .noSessionBus(message)
-        case .noSecretService, .disconnected: self = .noSecretService(message)
-        case .collectionNotFound: self = .collectionNotFound(message)
-        case .locked: self = .locked(message)
-        case .promptDismissed: self = .promptDismissed(message)
-        case .timedOut: self = .timedOut(message)
-        case .invalidArgument: self = .invalidArgument(message)
-        case .insecureTransport: self = .insecureTransport(message)
-        default: self = .providerError(dbusErrorName: error.dbusErrorName, message: message)
+    /// The case's name (`locked`, `timedOut`, …), for logs and tools.
+    public var kind: String {
+        switch self {
+        case .unableToSave: "unableToSave"
+        case .unableToRetrieve: "unableToRetrieve"
+        case .unableToDelete: "unableToDelete"
+        case .noSessionBus: "noSessionBus"
+        case .noSecretService: "noSecretService"
+        case .untrustedProvider: "untrustedProvider"
+        case .collectionNotFound: "collectionNotFound"
+        case .locked: "locked"
+        case .promptDismissed: "promptDismissed"
+        case .timedOut: "timedOut"
+        case .corruptItem: "corruptItem"
+        case .invalidArgument: "invalidArgument"
+        case .insecureTransport: "insecureTransport"
+        case .providerError: "providerError"
         }
     }
 
-    /// Maps Secret Service client errors; `CancellationError` and errors of other layers pass
-    /// through unchanged.
-    static func from(_ error: any Error) -> any Error {
-        guard let error = error as? SecretServiceError else { return error }
-        return KeychainError(error)
+    static func invalidArgument(_ message: String) -> KeychainError { .invalidArgument(Details(message: message)) }
+}
+
+extension KeychainError {
+    /// The ``KeychainError`` a Secret Service client error stands for: the one mapping between
+    /// the two layers (messages, advice and developer detail carried over unchanged), for code
+    /// that uses `SecretServiceClient` directly and wants KeychainStorage's errors.
+    /// `.cancelled` becomes ``providerError(_:)`` here; KeychainStorage itself throws
+    /// `CancellationError` for it (see ``thrown(_:)``).
+    public init(_ error: SecretServiceError) {
+        var details = Details(message: error.message, recovery: error.recovery, detail: error.detail)
+        if let name = error.dbusErrorName {
+            details.detail = details.detail.map { "\($0) [\(name)]" } ?? name
+        }
+        switch error.code {
+        case .noSessionBus: self = .noSessionBus(details)
+        case .noSecretService, .disconnected: self = .noSecretService(details)
+        case .untrustedProvider: self = .untrustedProvider(details)
+        case .collectionNotFound: self = .collectionNotFound(details)
+        case .locked: self = .locked(details)
+        case .promptDismissed: self = .promptDismissed(details)
+        case .timedOut: self = .timedOut(details)
+        case .invalidArgument: self = .invalidArgument(details)
+        case .insecureTransport: self = .insecureTransport(details)
+        default: self = .providerError(details)
+        }
+    }
+
+    /// What a Storage method throws for `error`: `CancellationError` for cancellation, the
+    /// matching ``KeychainError`` otherwise.
+    static func thrown(_ error: SecretServiceError) -> any Error {
+        error.code == .cancelled ? CancellationError() : KeychainError(error)
     }
 }

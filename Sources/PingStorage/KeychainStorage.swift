@@ -24,10 +24,12 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
     // @unchecked Sendable: see StorageDelegate; the properties added here are immutable Sendable values.
 
     /// The account this storage keeps its item under.
-    public let account: String
+    public var account: String { items.account }
     /// Where in the Secret Service the item lives.
-    public let configuration: KeychainConfiguration
+    public var configuration: KeychainConfiguration { items.configuration }
     private let items: KeychainItems
+
+    // The initializers are designated, as on iOS, so that subclasses written for iOS can call them.
 
     /// Creates a keychain storage for `account` (the iOS SDK 1.x initializer).
     /// - Parameters:
@@ -35,40 +37,27 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
     ///   - encryptor: applied to the item's JSON before it is stored. Default: none.
     ///   - cacheable: keep the item in memory too (``CacheStrategy/CACHE``).
     public init(account: String, encryptor: Encryptor = NoEncryptor(), cacheable: Bool = false) {
-        self.account = account
-        self.configuration = .standard
-        self.items = KeychainItems(account: account, configuration: .standard,
-                                   backend: SecretServiceClient(options: KeychainConfiguration.standard.clientOptions))
+        items = KeychainItems(account: account, configuration: .standard)
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheable: cacheable)
     }
 
     /// Creates a keychain storage for `account` with a cache strategy (the iOS SDK 2.x initializer).
     public init(account: String, encryptor: Encryptor = NoEncryptor(), cacheStrategy: CacheStrategy) {
-        self.account = account
-        self.configuration = .standard
-        self.items = KeychainItems(account: account, configuration: .standard,
-                                   backend: SecretServiceClient(options: KeychainConfiguration.standard.clientOptions))
+        items = KeychainItems(account: account, configuration: .standard)
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
     }
 
     /// Creates a keychain storage with Linux-specific settings: service name, collection,
-    /// deadline, prompt and transport policy.
-    public init(
-        account: String, encryptor: Encryptor = NoEncryptor(), cacheStrategy: CacheStrategy = .NO_CACHE,
-        configuration: KeychainConfiguration
-    ) {
-        self.account = account
-        self.configuration = configuration
-        self.items = KeychainItems(account: account, configuration: configuration,
-                                   backend: SecretServiceClient(options: configuration.clientOptions))
+    /// deadline, prompt and transport policy, bus.
+    public init(account: String, encryptor: Encryptor = NoEncryptor(), cacheStrategy: CacheStrategy = .NO_CACHE,
+                configuration: KeychainConfiguration) {
+        items = KeychainItems(account: account, configuration: configuration)
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
     }
 
     init(account: String, encryptor: Encryptor, cacheStrategy: CacheStrategy,
-         configuration: KeychainConfiguration, backend: any SecretServiceBackend) {
-        self.account = account
-        self.configuration = configuration
-        self.items = KeychainItems(account: account, configuration: configuration, backend: backend)
+         configuration: KeychainConfiguration, backend: any KeychainBackend) {
+        items = KeychainItems(account: account, configuration: configuration, backend: backend)
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
     }
 
@@ -96,15 +85,25 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         var json = try encoder.encode(item)
-        defer { wipe(&json) }
-        var stored: Data
-        if let contextual = encryptor as? any ContextualEncryptor {
-            stored = try await contextual.encrypt(data: json, context: context)
-        } else {
-            stored = try await encryptor.encrypt(data: json)
+        defer { json.wipe() }
+        // With SecuredKeyEncryptor, the key item is checked after the write: if another program
+        // rewrote it meanwhile, what was written is sealed again with the key it now holds.
+        for _ in 0..<3 {
+            var stored: Data
+            if let contextual = encryptor as? any ContextualEncryptor {
+                stored = try await contextual.encrypt(data: json, context: context)
+            } else {
+                stored = try await encryptor.encrypt(data: json)
+            }
+            defer { stored.wipe() }
+            try await items.write(SecretValue(bytes: stored))
+            guard let secured = encryptor as? SecuredKeyEncryptor else { return }
+            if try await secured.keyStillCurrent(for: stored) { return }
         }
-        defer { wipe(&stored) }
-        try await items.write(SecretValue(bytes: stored))
+        throw KeychainError.providerError(.init(
+            message: "The encryption key kept changing while the item was being saved.",
+            recovery: "Check which program rewrites the PingStorage encryption key item, then save again.",
+            detail: "service \(items.configuration.service), account \(items.account)"))
     }
 
     func get() async throws -> T? {
@@ -118,27 +117,22 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
         // The plaintext and the stored bytes are wiped once decoded; when they share a buffer
         // (NoEncryptor), wiping `json` first copies it and wiping `stored` then clears the original.
         defer {
-            wipe(&json)
-            wipe(&stored.bytes)
+            json.wipe()
+            stored.bytes.wipe()
         }
         do {
             return try JSONDecoder().decode(T.self, from: json)
         } catch let error as DecodingError {
-            throw KeychainError.corruptItem(
-                "the item for account '\(items.account)' (service '\(items.configuration.service)') holds "
-                + "\(stored.bytes.count) bytes that are not a \(T.self): \(Self.describe(error)). "
-                + "It was left in the keyring unchanged; save a new value or delete it.")
+            throw KeychainError.corruptItem(.init(
+                message: "The stored item for account '\(items.account)' is not a \(T.self): \(Self.describe(error)). "
+                    + "It was left in the keyring unchanged.",
+                recovery: "Save a new value, or delete the item.",
+                detail: "service \(items.configuration.service), \(stored.bytes.count) bytes"))
         }
     }
 
     func delete() async throws {
         try await items.delete()
-    }
-
-    /// Zeroes a buffer we own before it is released (best effort: copies that other code made,
-    /// e.g. inside JSONDecoder, are out of reach).
-    private func wipe(_ data: inout Data) {
-        data.resetBytes(in: data.startIndex..<data.endIndex)
     }
 
     /// A description of a decoding failure that names where it failed but never quotes the data

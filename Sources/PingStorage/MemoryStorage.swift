@@ -1,6 +1,4 @@
 import Locking
-import SecretService
-import Foundation
 
 /// Storage in process memory. The item is a plain value, not encrypted, and is gone when the
 /// process ends.

@@ -40,12 +40,12 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     /// Creates the encryptor with the key kept in the collection (and with the deadline, prompt and
     /// transport policy) of `configuration`; nil as for ``init()``.
     public init?(configuration: KeychainConfiguration) {
-        guard CryptoLibrary.isAvailable else { return nil }
+        guard CryptoLibrary.initialize() else { return nil }
         vault = KeyVault.shared(for: configuration)
     }
 
     init?(vault: KeyVault) {
-        guard CryptoLibrary.isAvailable else { return nil }
+        guard CryptoLibrary.initialize() else { return nil }
         self.vault = vault
     }
 
@@ -78,12 +78,26 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     private static let unboundAssociatedData = Data("com.pingidentity.PingStorage/v1/unbound\u{0}".utf8)
 
     private func seal(_ data: Data, associatedData: Data) async throws -> Data {
-        let (id, key) = try await vault.currentKey()
+        let id: KeyID, key: SymmetricKey
+        do {
+            (id, key) = try await vault.currentKey()
+        } catch {
+            throw KeychainError.thrown(error)
+        }
         do {
             return try Envelope.seal(data, key: key, keyID: id, associatedData: associatedData)
         } catch {
             throw EncryptorError.failedToEncrypt
         }
+    }
+
+    /// Whether the key item `envelope` names still holds the bytes it was sealed with (one read).
+    /// ``KeychainStorage`` asks after it wrote an envelope; on false it seals and writes again, so
+    /// a save is never reported done when the key item was rewritten meanwhile (a restore, another
+    /// tool) and a fresh process would load other bytes.
+    func keyStillCurrent(for envelope: Data) async throws -> Bool {
+        guard let header = try? Envelope.header(of: envelope) else { return true }
+        return try await vault.confirm(header.keyID)
     }
 
     private func open(_ data: Data, associatedData: Data) async throws -> Data {

@@ -1,6 +1,5 @@
 import Locking
 import SecretService
-import Foundation
 
 /// A ``Storage`` that forwards to another storage and can keep the item in memory
 /// (see ``CacheStrategy``). The base class of ``MemoryStorage`` and ``KeychainStorage``, and of
@@ -17,6 +16,8 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     /// How this storage caches.
     public let cacheStrategy: CacheStrategy
     private let cache = Locked<T?>(nil)
+    /// Orders saves and deletes (see ``save(item:)``).
+    private let writes = AccountLocks()
 
     /// Creates a storage that forwards to `delegate`, caching according to `cacheStrategy`.
     public init(delegate: any Storage<T>, cacheStrategy: CacheStrategy = .NO_CACHE) {
@@ -32,17 +33,22 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     }
 
     /// Saves `item` to the delegate and, depending on the strategy, to the cache.
+    ///
+    /// Saves and deletes of one storage run one after the other, so that the cache and the
+    /// delegate always end up holding the same item, whatever the interleaving of concurrent calls.
     /// - Throws: the delegate's error. With ``CacheStrategy/CACHE`` the item stays cached anyway.
     public func save(item: T) async throws {
-        switch cacheStrategy {
-        case .NO_CACHE:
-            try await delegate.save(item: item)
-        case .CACHE:
-            cache.withLock { $0 = item }
-            try await delegate.save(item: item)
-        case .CACHE_ON_FAILURE:
-            try await delegate.save(item: item)
-            cache.withLock { $0 = item }
+        try await serially {
+            switch cacheStrategy {
+            case .NO_CACHE:
+                try await delegate.save(item: item)
+            case .CACHE:
+                cache.withLock { $0 = item }
+                try await delegate.save(item: item)
+            case .CACHE_ON_FAILURE:
+                try await delegate.save(item: item)
+                cache.withLock { $0 = item }
+            }
         }
     }
 
@@ -58,9 +64,15 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
             return try await delegate.get()
         case .CACHE_ON_FAILURE:
             do {
-                let item = try await delegate.get()
-                cache.withLock { $0 = item }
-                return item
+                // Serialized with saves: a read that started before a save must not put the old
+                // item back into the cache after the save put the new one there.
+                return try await serially {
+                    let item = try await delegate.get()
+                    cache.withLock { $0 = item }
+                    return item
+                }
+            } catch is CancellationError {
+                throw CancellationError()
             } catch {
                 if let cached = cache.withLock({ $0 }) { return cached }
                 throw error
@@ -71,7 +83,20 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     /// Deletes the item from the delegate, then clears the cache.
     /// - Throws: the delegate's error; the cache is then left as it was.
     public func delete() async throws {
-        try await delegate.delete()
-        cache.withLock { $0 = nil }
+        try await serially {
+            try await delegate.delete()
+            cache.withLock { $0 = nil }
+        }
+    }
+
+    /// Runs a save, a delete, or a `get` that refreshes the cache, after the ones before it (a
+    /// cached `get` never waits).
+    private func serially<Value: Sendable>(_ body: () async throws -> Value) async throws -> Value {
+        guard cacheStrategy != .NO_CACHE else { return try await body() }
+        do {
+            return try await writes.withLock("", deadline: Deadline(timeout: Deadline.longest), body)
+        } catch let error as SecretServiceError where error.code == .cancelled {
+            throw CancellationError()
+        }
     }
 }

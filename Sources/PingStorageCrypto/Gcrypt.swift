@@ -29,6 +29,16 @@ enum Gcrypt {
         }
     }
 
+    // MARK: Hashing
+
+    /// SHA-256 of `input` into `digest` (32 bytes).
+    ///
+    /// The corresponding C function is `gcry_md_hash_buffer`.
+    static func sha256(_ input: UnsafeRawBufferPointer, into digest: UnsafeMutableRawBufferPointer) {
+        precondition(digest.count == 32)
+        gcry_md_hash_buffer(Int32(GCRY_MD_SHA256.rawValue), digest.baseAddress, input.baseAddress, input.count)
+    }
+
     // MARK: AES-256-GCM cipher handles
 
     /// Opens an AES-256-GCM handle, runs `body` with it and closes it whatever happens.

@@ -48,10 +48,39 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
 
     /// A copy of the key's 32 bytes, for storing the key (e.g. as the secret of its keyring item).
     ///
-    /// `Data` cannot be wiped reliably, so keep the copy short-lived; prefer ``withUnsafeBytes(_:)``
+    /// Wipe the copy (`resetBytes`) as soon as it has been handed on; prefer ``withUnsafeBytes(_:)``
     /// when the destination can take a pointer.
     public func exportData() -> Data {
         storage.withUnsafeBytes { Data($0) }
+    }
+
+    /// The key's check value: the first 8 bytes of SHA-256 over `PingStorage key check v1`, a NUL
+    /// and the key, as 16 lowercase hexadecimal digits. Kept next to the key (as an attribute of
+    /// its keyring item) so that whoever loads the key can tell that the bytes are the ones the
+    /// value was made from; like any hash of a 256-bit random key, it reveals nothing usable about it.
+    public var checkValue: String {
+        let label = Array("PingStorage key check v1\u{0}".utf8)
+        let input = SecureBytes(count: label.count + Self.byteCount) { buffer in
+            buffer.copyBytes(from: label)
+            storage.withUnsafeBytes { key in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[label.count...]).copyMemory(from: key)
+            }
+        }
+        var digest = [UInt8](repeating: 0, count: 32)
+        input.withUnsafeBytes { input in digest.withUnsafeMutableBytes { Gcrypt.sha256(input, into: $0) } }
+        let hex = digest.prefix(8).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
+        return hex.joined()
+    }
+
+    /// Whether `other` holds the same 32 bytes (compared in constant time).
+    public func hasSameBytes(as other: SymmetricKey) -> Bool {
+        storage.withUnsafeBytes { mine in
+            other.storage.withUnsafeBytes { theirs in
+                var difference: UInt8 = 0
+                for index in 0..<Self.byteCount { difference |= mine[index] ^ theirs[index] }
+                return difference == 0
+            }
+        }
     }
 
     /// `"SymmetricKey(256 bits)"`: never the key bytes.

@@ -1,12 +1,16 @@
-import Foundation
-
-/// An error from the Secret Service client: what failed, why, and what to do about it.
+/// An error of the Secret Service client, written for two audiences.
 ///
-/// Compare ``code`` to tell failures apart; ``message`` is written for a person and never contains
-/// secret bytes. New codes may be added in later versions, so switch over `code` with a `default`.
-public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
-    /// The kind of failure. A growable set of values rather than an enum, so new kinds can be added
-    /// without breaking callers.
+/// - For people: ``message`` says what happened and ``recovery`` what to do, with no object paths
+///   or D-Bus names (`errorDescription`, `failureReason` and `recoverySuggestion` of
+///   `LocalizedError` are these).
+/// - For developers: ``detail`` holds the object paths, the provider's own error text and the
+///   D-Bus error name (`debugDescription` shows everything).
+///
+/// Compare ``code`` to tell failures apart. New codes may be added in later versions, so switch
+/// over `code` with a `default`. Never contains secret bytes.
+public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure: a growable set of values rather than an enum, so new kinds can be
+    /// added without breaking callers.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private let name: String
         private init(_ name: String) { self.name = name }
@@ -14,16 +18,20 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
 
         /// No D-Bus session bus could be reached (no `DBUS_SESSION_BUS_ADDRESS`, socket gone).
         public static let noSessionBus = Code("noSessionBus")
-        /// The session bus has no `org.freedesktop.secrets` owner and cannot start one.
+        /// The bus has no `org.freedesktop.secrets` owner and cannot start one.
         public static let noSecretService = Code("noSecretService")
+        /// The program that owns `org.freedesktop.secrets` runs as another Unix user.
+        public static let untrustedProvider = Code("untrustedProvider")
         /// The requested collection (alias or object path) does not exist.
         public static let collectionNotFound = Code("collectionNotFound")
-        /// The collection or item is locked and could not be unlocked (prompts disabled or failed).
+        /// The collection or item is locked and was not unlocked (prompts disabled).
         public static let locked = Code("locked")
         /// The user dismissed an unlock or confirmation prompt.
         public static let promptDismissed = Code("promptDismissed")
-        /// The call did not finish before its deadline.
+        /// The call did not end before its deadline.
         public static let timedOut = Code("timedOut")
+        /// The calling Task was cancelled.
+        public static let cancelled = Code("cancelled")
         /// The item no longer exists (deleted or replaced by another client).
         public static let itemNotFound = Code("itemNotFound")
         /// Several items match where exactly one was required.
@@ -32,63 +40,76 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
         public static let insecureTransport = Code("insecureTransport")
         /// An argument was rejected before anything was sent.
         public static let invalidArgument = Code("invalidArgument")
-        /// The connection to the provider went away (daemon restarted or bus closed).
-        /// The client reconnects on the next call by itself.
+        /// The provider went away or the connection closed during the call. The client reconnects
+        /// on the next call by itself.
         public static let disconnected = Code("disconnected")
-        /// The provider answered with an error not covered above; see ``SecretServiceError/dbusErrorName``.
+        /// The provider answered in a way the Secret Service specification does not allow.
+        public static let protocolError = Code("protocolError")
+        /// The provider answered with an error not covered above; see ``SecretServiceError/detail``.
         public static let providerError = Code("providerError")
     }
 
     /// What kind of failure this is.
     public let code: Code
-    /// The operation that failed, e.g. `"search items"`.
+    /// The operation that failed, e.g. `"read secret"`.
     public let operation: String
-    /// What happened and what to do, for a person. Never contains secret bytes.
+    /// What happened, for a person: no object paths, no D-Bus names, no secret bytes.
     public let message: String
+    /// What the person can do about it; nil when there is nothing to do.
+    public let recovery: String?
+    /// For developers: object paths, the provider's own error text. Never secret bytes.
+    public let detail: String?
     /// The D-Bus error name the provider returned, when it returned one.
     public let dbusErrorName: String?
 
     /// Creates an error. Public so that tests and alternative backends can produce the same values.
-    public init(_ code: Code, operation: String, message: String, dbusErrorName: String? = nil) {
+    public init(_ code: Code, operation: String, message: String, recovery: String? = nil,
+                detail: String? = nil, dbusErrorName: String? = nil) {
         self.code = code
         self.operation = operation
         self.message = message
+        self.recovery = recovery
+        self.detail = detail
         self.dbusErrorName = dbusErrorName
     }
 
+    /// "operation: message recovery".
     public var description: String {
-        var text = "\(operation): \(message)"
-        if let dbusErrorName { text += " [\(dbusErrorName)]" }
-        return text
+        [operation + ":", message, recovery].compactMap { $0 }.joined(separator: " ")
     }
 
-    public var errorDescription: String? { description }
+    /// ``description`` with ``detail`` and the D-Bus error name.
+    public var debugDescription: String {
+        var text = "\(description) [code \(code)"
+        if let detail { text += "; \(detail)" }
+        if let dbusErrorName { text += "; \(dbusErrorName)" }
+        return text + "]"
+    }
+
+    /// The same error for another operation (what the caller was doing).
+    func during(_ operation: String) -> SecretServiceError {
+        SecretServiceError(code, operation: operation, message: message, recovery: recovery, detail: detail,
+                           dbusErrorName: dbusErrorName)
+    }
+
+    /// The same error with more developer detail.
+    func adding(detail more: String) -> SecretServiceError {
+        SecretServiceError(code, operation: operation, message: message, recovery: recovery,
+                           detail: detail.map { "\($0); \(more)" } ?? more, dbusErrorName: dbusErrorName)
+    }
 }
 
-extension SecretServiceError {
-    static func timedOut(_ operation: String, after timeout: Duration) -> SecretServiceError {
-        SecretServiceError(
-            .timedOut, operation: operation,
-            message: "no answer from the Secret Service within \(timeout.secondsText). The keyring "
-                + "daemon may be hung, stopped, or waiting on a prompt no one can see; check that it "
-                + "is running and not stopped (`ps -C gnome-keyring-daemon -o pid,stat`), or raise the timeout.")
-    }
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
-    static func locked(_ operation: String, what: String) -> SecretServiceError {
-        SecretServiceError(
-            .locked, operation: operation,
-            message: "\(what) is locked and prompts are disabled; unlock the keyring (log in to the "
-                + "desktop, open Seahorse or KeePassXC) or allow unlock prompts.")
-    }
-}
-
-extension Duration {
-    /// "2.5 s", "250 ms": for messages.
-    var secondsText: String {
-        let (seconds, attoseconds) = components
-        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        if milliseconds < 1000 { return "\(milliseconds) ms" }
-        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000) s" }
-        return String(format: "%.1f s", Double(milliseconds) / 1000)
-    }
+extension SecretServiceError: LocalizedError {
+    /// ``message`` followed by ``recovery``.
+    public var errorDescription: String? { [message, recovery].compactMap { $0 }.joined(separator: " ") }
+    /// ``message``.
+    public var failureReason: String? { message }
+    /// ``recovery``.
+    public var recoverySuggestion: String? { recovery }
 }

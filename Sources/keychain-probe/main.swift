@@ -18,6 +18,7 @@
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind).
 import Foundation
 import PingStorage
+import SecretService
 
 @main
 struct Probe {
@@ -42,9 +43,8 @@ struct Probe {
             switch option {
             case "--service": configuration.service = take(&arguments)
             case "--collection":
-                let name = take(&arguments)
-                configuration.collection = name.hasPrefix("/") ? .path(name) : name == "default" ? .default
-                    : name == "session" ? .session : .alias(name)
+                guard let collection = try? CollectionReference(parsing: take(&arguments)) else { usage() }
+                configuration.collection = collection
             case "--timeout-ms": configuration.timeout = .milliseconds(Int(take(&arguments)) ?? 25_000)
             case "--no-prompt": configuration.allowsPrompts = false
             case "--encrypt": encrypt = true

@@ -1,0 +1,161 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import SecretService
+
+/// The account's items as a search found them, with the token of that answer.
+struct FoundItems: Sendable {
+    var paths: [ItemPath]
+    /// Metadata already read during the search (items other tools wrote), by path.
+    var known: [ItemPath: SecretItemInfo]
+    var token: ChangeToken?
+}
+
+extension KeychainItems {
+    /// The `xdg:schema` attribute of items we write.
+    static let schemaName = "com.pingidentity.PingStorage"
+
+    /// The attributes that identify the item; also what items written by other tools carry.
+    var lookupAttributes: [String: String] { ["service": configuration.service, "account": account] }
+
+    /// Everything we write: the lookup attributes, `username` (what Python keyring and
+    /// go-keyring look up) and our schema.
+    var itemAttributes: [String: String] {
+        lookupAttributes.merging(["username": account, "xdg:schema": Self.schemaName]) { $1 }
+    }
+
+    /// The label Seahorse, KeePassXC and KWallet show.
+    var label: String { "\(account) (\(configuration.service))" }
+
+    var lockKey: String { "\(configuration.bus)\u{0}\(configuration.collection)\u{0}\(configuration.service)\u{0}\(account)" }
+
+    // MARK: Finding the account's items
+
+    /// The account's items in the configured collection, unlocked (possibly none).
+    ///
+    /// Two searches go out at once: by `service` + `account` (ours and most tools'), and by
+    /// `service` + `username` (Python keyring and go-keyring write `username` and no `account`).
+    /// An item of the second kind is the same account when it has no `account` attribute; one
+    /// whose `account` differs is never taken. When the two answers do not describe the same
+    /// moment (something changed between them), they are asked again.
+    func accountItems() async throws(SecretServiceError) -> FoundItems {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let byUsername = ["service": configuration.service, "username": account]
+            let collection = configuration.collection
+            let backend = self.backend
+            async let usernameSearch: Result<SecretSearchResult, SecretServiceError> = { () async -> Result<SecretSearchResult, SecretServiceError> in
+                do throws(SecretServiceError) { return .success(try await backend.searchItems(matching: byUsername, in: collection)) }
+                catch { return .failure(error) }
+            }()
+            let ours = try await backend.findItems(matching: lookupAttributes, in: collection)
+            let theirs = try await usernameSearch.get()
+            let sameMoment = theirs.changeToken.isUnchanged(since: ours.changeToken)
+            if !sameMoment && attempt < 3 { continue }
+            var paths = ours.all
+            var known: [ItemPath: SecretItemInfo] = [:]
+            for path in theirs.all where !paths.contains(path) {
+                let info = try await backend.itemInfo(path)
+                guard info.attributes["account"] == nil else { continue }
+                known[path] = info
+                paths.append(path)
+            }
+            let locked = theirs.locked.filter { known[$0] != nil }
+            if !locked.isEmpty {
+                // Adopted items that were locked: unlock them the way findItems unlocked ours.
+                _ = try await backend.findItems(matching: byUsername, in: collection)
+            }
+            return FoundItems(paths: paths, known: known, token: sameMoment ? ours.changeToken : nil)
+        }
+    }
+
+    /// The item to use among duplicates: the most recently modified, then the most recently
+    /// created, then the highest item number. Deterministic whoever asks.
+    func newest(_ found: FoundItems) async throws(SecretServiceError) -> SecretItemInfo {
+        var infos: [SecretItemInfo] = []
+        for path in found.paths {
+            if let known = found.known[path] { infos.append(known) } else { infos.append(try await backend.itemInfo(path)) }
+        }
+        return infos.max(by: Self.isOlder)!
+    }
+
+    static func isOlder(_ a: SecretItemInfo, _ b: SecretItemInfo) -> Bool {
+        if a.modified != b.modified { return a.modified < b.modified }
+        if a.created != b.created { return a.created < b.created }
+        let numberA = Int(a.path.objectPath.lastElement) ?? -1
+        let numberB = Int(b.path.objectPath.lastElement) ?? -1
+        if numberA != numberB { return numberA < numberB }
+        return a.path < b.path
+    }
+
+    // MARK: Creating and completing
+
+    /// Creates the account's item, then makes sure it is the only one.
+    ///
+    /// Not `CreateItem(replace: true)`: KeePassXC 2.7.4 answers a replace of an item that another
+    /// D-Bus client created with an access dialog that never completes headless, and two
+    /// processes creating the same account at once are exactly that case. So the item is created
+    /// without replace; when anything else was created or deleted since the search that found
+    /// nothing, the account is searched again and duplicates that a concurrent creator left are
+    /// collapsed onto the one every process picks alike (``isOlder``), so racing processes
+    /// converge on one item instead of each deleting the other's.
+    func create(_ value: SecretValue, searchedAt searchToken: ChangeToken?) async throws(SecretServiceError) {
+        let created = try await backend.createItem(in: configuration.collection, label: label, attributes: itemAttributes,
+                                                   secret: value, replacing: false)
+        // Our own ItemCreated arrives before the answer to CreateItem: one change since the search
+        // means nothing else was created or deleted in between, so the item is the account's only
+        // one. A process creating the account after us sees our ItemCreated, and collapses the two.
+        if let searchToken, created.changeToken.changes(since: searchToken) == 1 {
+            backend.rememberedItems[lockKey] = .init(path: created.path, token: created.changeToken, isComplete: true)
+            return
+        }
+        let found = try await accountItems()
+        guard found.paths != [created.path], !found.paths.isEmpty else { return }
+        let target = try await newest(found)
+        for duplicate in found.paths where duplicate != target.path {
+            _ = try await backend.deleteItem(duplicate)
+        }
+    }
+
+    /// Whether the item carries all our attributes and our label.
+    func isComplete(_ item: SecretItemInfo) -> Bool {
+        item.label == label && itemAttributes.allSatisfy { item.attributes[$0.key] == $0.value }
+    }
+
+    /// Gives an item another tool wrote our label and attributes (keeping theirs), best effort:
+    /// the item is found by service and account either way, and a provider that refuses (the
+    /// client already left out what KeePassXC computes itself) keeps what the other tool wrote.
+    func complete(_ item: SecretItemInfo) async throws(SecretServiceError) {
+        let wanted = item.attributes.merging(itemAttributes) { $1 }
+        do {
+            try await backend.updateItem(item.path, label: item.label == label ? nil : label,
+                                         attributes: wanted == item.attributes ? nil : wanted)
+        } catch where error.code == .providerError {
+            if item.label != label { try? await backend.updateItem(item.path, label: label, attributes: nil) }
+        }
+    }
+
+    // MARK: The remembered item
+
+    /// The remembered item, if nothing was created or deleted since it was found.
+    func rememberedItem() -> RememberedItems.Entry? {
+        guard let known = backend.rememberedItems[lockKey], let now = backend.currentChangeToken,
+              now.isUnchanged(since: known.token) else { return nil }
+        return known
+    }
+
+    /// Remembers `item` when it was the account's only one and nothing changed between the search
+    /// and `answer` (with duplicates, or after a change, the next call searches again).
+    func remember(_ item: SecretItemInfo, found: FoundItems, answeredAt answer: ChangeToken) {
+        guard found.paths.count == 1, let token = found.token, answer.isUnchanged(since: token) else {
+            forget()
+            return
+        }
+        backend.rememberedItems[lockKey] = .init(path: item.path, token: token, isComplete: isComplete(item))
+    }
+
+    func forget() { backend.rememberedItems[lockKey] = nil }
+}

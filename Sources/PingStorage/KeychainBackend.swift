@@ -1,0 +1,87 @@
+import Locking
+import SecretService
+
+/// The Secret Service operations ``KeychainStorage`` and ``SecuredKeyEncryptor`` need: a
+/// ``SecretServiceClient`` in production, an in-memory service in unit tests. Unlock policy, lock
+/// state and provider quirks are the client's (see its documentation); the Keychain rules built on
+/// these calls are ``KeychainItems``'s.
+protocol KeychainBackend: Sendable {
+    /// The same backend, with every call ending by `deadline` (one operation's deadline).
+    func ending(by deadline: Deadline) -> any KeychainBackend
+    /// The change token now, without I/O; nil when not connected (anything may have changed).
+    var currentChangeToken: ChangeToken? { get }
+    func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult
+    func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult
+    func itemInfo(_ path: ItemPath) async throws(SecretServiceError) -> SecretItemInfo
+    func secret(of path: ItemPath) async throws(SecretServiceError) -> SecretRead
+    func setSecret(_ value: SecretValue, of path: ItemPath) async throws(SecretServiceError) -> ChangeToken
+    func updateItem(_ path: ItemPath, label: String?, attributes: [String: String]?) async throws(SecretServiceError)
+    func createItem(in collection: CollectionReference, label: String, attributes: [String: String],
+                    secret: SecretValue, replacing: Bool) async throws(SecretServiceError) -> CreatedItem
+    func deleteItem(_ path: ItemPath) async throws(SecretServiceError) -> ChangeToken
+    /// Which item holds each account, as last found through this backend's connection.
+    var rememberedItems: RememberedItems { get }
+}
+
+/// ``KeychainBackend`` over a ``SecretServiceClient``.
+struct SecretServiceKeychainBackend: KeychainBackend {
+    let client: SecretServiceClient
+    let rememberedItems: RememberedItems
+
+    func ending(by deadline: Deadline) -> any KeychainBackend {
+        SecretServiceKeychainBackend(client: client.ending(by: deadline), rememberedItems: rememberedItems)
+    }
+    var currentChangeToken: ChangeToken? { client.currentChangeToken }
+    func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult {
+        try await client.findItems(matching: attributes, in: collection)
+    }
+    func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult {
+        try await client.searchItems(matching: attributes, in: collection)
+    }
+    func itemInfo(_ path: ItemPath) async throws(SecretServiceError) -> SecretItemInfo { try await client.itemInfo(path) }
+    func secret(of path: ItemPath) async throws(SecretServiceError) -> SecretRead { try await client.secret(of: path) }
+    func setSecret(_ value: SecretValue, of path: ItemPath) async throws(SecretServiceError) -> ChangeToken {
+        try await client.setSecret(value, of: path)
+    }
+    func updateItem(_ path: ItemPath, label: String?, attributes: [String: String]?) async throws(SecretServiceError) {
+        try await client.updateItem(path, label: label, attributes: attributes)
+    }
+    func createItem(in collection: CollectionReference, label: String, attributes: [String: String],
+                    secret: SecretValue, replacing: Bool) async throws(SecretServiceError) -> CreatedItem {
+        try await client.createItem(in: collection, label: label, attributes: attributes, secret: secret, replacing: replacing)
+    }
+    func deleteItem(_ path: ItemPath) async throws(SecretServiceError) -> ChangeToken { try await client.deleteItem(path) }
+
+    /// One connection per bus for the whole process, shared by every storage and encryptor: a
+    /// process holding storages for a thousand accounts still has one connection and one session.
+    /// (A PingStorage-level registry: SecretService itself keeps no such state.)
+    private static let shared = Locked<[BusAddress: (SecretServiceClient, RememberedItems)]>([:])
+
+    /// The backend for `configuration`: the shared connection to its bus, with its options.
+    static func shared(for configuration: KeychainConfiguration) -> SecretServiceKeychainBackend {
+        let (client, remembered) = shared.withLock { shared in
+            if let existing = shared[configuration.bus] { return existing }
+            let created = (SecretServiceClient(bus: configuration.bus), RememberedItems())
+            shared[configuration.bus] = created
+            return created
+        }
+        return SecretServiceKeychainBackend(client: client.with(options: configuration.options), rememberedItems: remembered)
+    }
+}
+
+/// Which item path holds each account, and the change token when that was known: valid exactly
+/// while the token has not moved.
+final class RememberedItems: Sendable {
+    struct Entry: Sendable {
+        var path: ItemPath
+        var token: ChangeToken
+        /// Whether the item already carries our attributes and label (else a write adds them).
+        var isComplete: Bool
+    }
+    private let entries = Locked<[String: Entry]>([:])
+
+    subscript(key: String) -> Entry? {
+        get { entries.withLock { $0[key] } }
+        set { entries.withLock { $0[key] = newValue } }
+    }
+}

@@ -1,0 +1,46 @@
+/// What a client has seen change, as a count: it advances whenever the provider announces that an
+/// item was created or deleted or a collection changed (its lock state among others), whenever
+/// the provider process changes, and it starts afresh with every new connection.
+///
+/// Calls return the token current when their answer arrived. The provider announces a change
+/// before it answers the call that caused it, and the client counts announcements in the order
+/// they arrive, so two tokens tell whether anything was created, deleted or (un)locked in between:
+/// a cache of "which item holds what" is valid exactly while the token has not moved.
+public struct ChangeToken: Sendable, Hashable, CustomStringConvertible {
+    let connection: UInt64
+    let count: UInt64
+
+    /// Creates a token (for alternative backends and tests).
+    public init(connection: UInt64, count: UInt64) {
+        self.connection = connection
+        self.count = count
+    }
+
+    /// How many changes separate `earlier` from this token; nil when they come from different
+    /// connections (then anything may have changed).
+    public func changes(since earlier: ChangeToken) -> UInt64? {
+        guard connection == earlier.connection, count >= earlier.count else { return nil }
+        return count - earlier.count
+    }
+
+    /// Whether nothing changed between `earlier` and this token.
+    public func isUnchanged(since earlier: ChangeToken) -> Bool { changes(since: earlier) == 0 }
+
+    public var description: String { "\(count)@\(String(connection, radix: 16))" }
+}
+
+/// The Secret Service providers whose quirks SecretService knows (``ProviderQuirks``).
+enum ProviderKind: Sendable, Hashable {
+    case gnomeKeyring, kwallet, keepassxc, other
+
+    /// Told by the provider's executable (`/proc/PID/exe`), never by a name it gives itself.
+    init(executable: String?) {
+        let name = executable.map { String($0.split(separator: "/").last ?? "") } ?? ""
+        switch name {
+        case "gnome-keyring-daemon": self = .gnomeKeyring
+        case "kwalletd5", "kwalletd6", "ksecretd": self = .kwallet
+        case "keepassxc": self = .keepassxc
+        default: self = .other
+        }
+    }
+}

@@ -1,0 +1,130 @@
+internal import CLibSecret
+internal import CGcrypt
+import Locking
+
+/// The one thread of SecretService, and its one process-wide singleton: a GLib main loop on a
+/// private `GMainContext`.
+///
+/// What runs here, and only here:
+/// - libsecret: opening a transport session (its asynchronous API reports to the thread-default
+///   context of the thread that started it), and releasing its objects;
+/// - every deadline (one shared timer, see ``Deadlines``) and every cancellation: a call that ends
+///   early ends on this thread, so whatever it has to undo (a prompt to dismiss, a libsecret
+///   `GCancellable` to cancel) happens where libsecret runs, never on the caller's thread and
+///   never on the application's default main context;
+/// - opening D-Bus connections, whose `closed` signal is then delivered here.
+///
+/// Nothing here blocks: libsecret's asynchronous entry points only. D-Bus calls themselves do not
+/// pass through this thread: the calling task sends its message and GDBus's reader thread hands
+/// the reply back (``BusConnection``).
+final class LoopThread: Sendable {
+    /// The process-wide loop; started on first use.
+    static let shared = LoopThread()
+
+    private let context: LoopBound<OpaquePointer>
+    /// Work waiting for the loop, and whether a wake-up is already scheduled: one wake-up for a
+    /// batch, and a hand-over ThreadSanitizer can see.
+    private let queue = Locked<(work: [@Sendable () -> Void], wakeUpScheduled: Bool)>(([], false))
+    let deadlines = Deadlines()
+
+    private init() {
+        // libsecret initialises libgcrypt on this thread's first session unless it finds it
+        // finished; finishing it here, before the thread exists, keeps the two from racing inside
+        // libgcrypt's unlocked global_init (see CGcrypt.h).
+        _ = cgcrypt_initialize(nil)
+        let context = g_main_context_new()!
+        self.context = LoopBound(context)
+        let started = LoopBound(context)
+        startThread(named: "secret-service") {
+            g_main_context_push_thread_default(started.value)
+            let loop = g_main_loop_new(started.value, 0)
+            g_main_loop_run(loop)
+        }
+    }
+
+    /// Whether the caller is on the loop thread.
+    var isCurrent: Bool { g_main_context_is_owner(context.value) != 0 }
+
+    /// Checks, in debug builds, an invariant that says "this runs on the loop thread".
+    func assertCurrent(_ what: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
+        assert(isCurrent, "must run on the SecretService loop thread: \(what())", file: file, line: line)
+    }
+
+    /// Runs `body` on the loop thread: inline when already there, otherwise soon, in the order
+    /// submitted. Thread-safe.
+    func perform(_ body: @escaping @Sendable () -> Void) {
+        if isCurrent {
+            body()
+            return
+        }
+        let wake = queue.withLock { queue -> Bool in
+            queue.work.append(body)
+            if queue.wakeUpScheduled { return false }
+            queue.wakeUpScheduled = true
+            return true
+        }
+        guard wake else { return }
+        g_main_context_invoke_full(context.value, G_PRIORITY_DEFAULT, { data in
+            Unmanaged<LoopThread>.fromOpaque(data!).takeUnretainedValue().drain()
+            return 0  // G_SOURCE_REMOVE
+        }, Unmanaged.passUnretained(self).toOpaque(), nil)
+    }
+
+    private func drain() {
+        let work = queue.withLock { queue -> [@Sendable () -> Void] in
+            defer { queue.work = []; queue.wakeUpScheduled = false }
+            return queue.work
+        }
+        for body in work { body() }
+    }
+
+    /// Calls `fire` on the loop thread after `delay` (clamped to what GLib can represent).
+    /// Callable from any thread: `g_source_attach` is thread-safe and wakes the loop.
+    func afterDelay(_ delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+        let source = g_timeout_source_new(Self.milliseconds(delay))!
+        g_source_set_callback(source, { data in
+            Unmanaged<LoopWork>.fromOpaque(data!).takeUnretainedValue().body()
+            return 0  // G_SOURCE_REMOVE
+        }, Unmanaged.passRetained(LoopWork(fire)).toOpaque(), { data in
+            Unmanaged<LoopWork>.fromOpaque(data!).release()
+        })
+        g_source_attach(source, context.value)
+        g_source_unref(source)  // the context keeps it until it has fired
+    }
+
+    /// A delay in whole milliseconds, rounded up, clamped to 0...UInt32.max: a `Duration` of
+    /// `.seconds(Int64.max)` must not trap.
+    static func milliseconds(_ delay: Duration) -> UInt32 {
+        let (seconds, attoseconds) = delay.components
+        guard seconds >= 0 else { return 0 }
+        let (wholeMilliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow || wholeMilliseconds >= Int64(UInt32.max) { return UInt32.max }
+        let fraction = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return UInt32(clamping: wholeMilliseconds + max(0, fraction))
+    }
+}
+
+/// A value that only the loop thread dereferences (a C pointer, usually).
+///
+/// `@unchecked Sendable`: the value is only moved between threads, never used concurrently: every
+/// function that dereferences it runs on the loop thread (``LoopThread/perform(_:)``).
+struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+private final class LoopWork: Sendable {
+    let body: @Sendable () -> Void
+    init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+}
+
+/// Starts a thread named `name` (at most 15 characters: Linux's limit), through GLib, which names
+/// it; the thread is not joined.
+private func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+    precondition(name.utf8.count <= 15, "Linux thread names have at most 15 characters")
+    let thread = g_thread_new(name, { data in
+        Unmanaged<LoopWork>.fromOpaque(data!).takeRetainedValue().body()
+        return nil
+    }, Unmanaged.passRetained(LoopWork(body)).toOpaque())
+    g_thread_unref(thread)
+}

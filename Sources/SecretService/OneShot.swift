@@ -1,0 +1,108 @@
+import Locking
+
+/// One wait that ends exactly once: by its result, by its deadline, by Task cancellation, or by
+/// whoever else calls ``finish(_:)`` first (the provider going away, the connection closing). The
+/// one waiter of SecretService: every D-Bus call, prompt, session opening and shared wait uses it.
+///
+/// - The deadline is kept by ``Deadlines`` (one timer on the loop thread).
+/// - Cancellation always ends the wait on the loop thread (``LoopThread``): what has to be undone
+///   then (dismissing a prompt, cancelling libsecret's `GCancellable`) runs where libsecret runs.
+/// - ``onEnd`` runs once, right after the wait ended, on the thread that ended it; it is where a
+///   starter undoes what it set up (a reply registration, a prompt).
+package final class OneShot<Value: Sendable>: Sendable {
+    private enum State {
+        case idle
+        case waiting(CheckedContinuation<Result<Value, SecretServiceError>, Never>)
+        case ended(Result<Value, SecretServiceError>)
+    }
+
+    /// What the wait is for, in errors ("read secret").
+    package let operation: String
+    package let deadline: Deadline
+    private let state = Locked<State>(.idle)
+    private let endHook = Locked<(@Sendable (Result<Value, SecretServiceError>) -> Void)?>(nil)
+
+    package init(operation: String, deadline: Deadline) {
+        self.operation = operation
+        self.deadline = deadline
+    }
+
+    /// Sets what to run when the wait ends (replacing any earlier hook). If it has already ended,
+    /// `hook` runs at once. Thread-safe.
+    package func onEnd(_ hook: @escaping @Sendable (Result<Value, SecretServiceError>) -> Void) {
+        let endedWith: Result<Value, SecretServiceError>? = state.withLock { state in
+            if case .ended(let result) = state { return result }
+            endHook.withLock { $0 = hook }
+            return nil
+        }
+        if let endedWith { hook(endedWith) }
+    }
+
+    /// Whether the wait has ended.
+    package var hasEnded: Bool {
+        state.withLock { if case .ended = $0 { true } else { false } }
+    }
+
+    /// Ends the wait with `result` unless it has already ended; returns whether this call ended
+    /// it. Thread-safe.
+    @discardableResult
+    package func finish(_ result: Result<Value, SecretServiceError>) -> Bool {
+        let (ended, continuation) = state.withLock { state -> (Bool, CheckedContinuation<Result<Value, SecretServiceError>, Never>?) in
+            switch state {
+            case .ended: return (false, nil)
+            case .idle:
+                state = .ended(result)
+                return (true, nil)
+            case .waiting(let continuation):
+                state = .ended(result)
+                return (true, continuation)
+            }
+        }
+        guard ended else { return false }
+        LoopThread.shared.deadlines.remove(self)
+        let hook = endHook.withLock { hook in defer { hook = nil }; return hook }
+        hook?(result)
+        continuation?.resume(returning: result)
+        return true
+    }
+
+    /// Waits for the end. `start` runs once the deadline is armed, on the calling thread, and
+    /// must arrange for ``finish(_:)`` to be called; it does not run when the wait ended before
+    /// (the deadline had passed, or the Task was cancelled).
+    package func wait(_ start: (OneShot<Value>) -> Void = { _ in }) async -> Result<Value, SecretServiceError> {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let earlier: Result<Value, SecretServiceError>? = state.withLock { state in
+                    switch state {
+                    case .idle:
+                        state = .waiting(continuation)
+                        return nil
+                    case .ended(let result):
+                        return result
+                    case .waiting:
+                        preconditionFailure("OneShot.wait called twice")
+                    }
+                }
+                if let earlier {
+                    continuation.resume(returning: earlier)
+                    return
+                }
+                guard deadline.remaining != nil else {
+                    finish(.failure(.timedOut(operation, after: deadline.timeout)))
+                    return
+                }
+                LoopThread.shared.deadlines.add(self, at: deadline.instant) { [self] in
+                    finish(.failure(.timedOut(operation, after: deadline.timeout)))
+                }
+                start(self)
+            }
+        } onCancel: {
+            LoopThread.shared.perform { [self] in finish(.failure(.cancelled(operation))) }
+        }
+    }
+
+    /// ``wait(_:)``, returning the value or throwing the error.
+    package func value(_ start: (OneShot<Value>) -> Void = { _ in }) async throws(SecretServiceError) -> Value {
+        try await wait(start).get()
+    }
+}

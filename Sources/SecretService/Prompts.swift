@@ -1,0 +1,54 @@
+/// Runs Secret Service prompts: the one place a prompt is shown, waited for and dismissed.
+///
+/// The client listens for `Completed` before it calls `Prompt` (no race with a prompt that
+/// completes at once), believes `Completed` only from the provider it talks to, checks the
+/// result's type (libsecret 0.20.5 waits forever on a wrong one), and dismisses the prompt when
+/// its caller gives up (deadline or Task cancellation; both end on the loop thread, where the
+/// `Dismiss` is sent).
+enum Prompts {
+    /// Shows the prompt at `path` and returns its result, which must have `resultType`; `path` `/`
+    /// means no prompt (returns nil).
+    /// - Throws: `.promptDismissed`, `.protocolError` for a result of another type, `.timedOut`,
+    ///   `.cancelled`, `.disconnected` (the provider went away meanwhile).
+    static func run(_ path: ObjectPath, resultType: StaticString, in session: ProviderSession, operation: String,
+                    deadline: Deadline) async throws(SecretServiceError) -> Variant? {
+        guard path != .none else { return nil }
+        let router = session.bus.router
+        let waiter = OneShot<PromptCompletion>(operation: operation, deadline: deadline)
+        let completion = try await waiter.value { waiter in
+            let expected = router.expectPrompt(path, .init(owner: session.owner, operation: operation) { waiter.finish($0) })
+            guard expected else {
+                waiter.finish(.failure(.disconnected(operation, detail: "the keyring service changed before its prompt ran")))
+                return
+            }
+            let serial = session.bus.send(
+                MethodCall(destination: session.owner, path: path, interface: "org.freedesktop.Secret.Prompt",
+                           member: "Prompt", arguments: .tuple([.string("")])),
+                operation: operation, phase: .call
+            ) { reply in
+                if case .failure(let error) = reply { waiter.finish(.failure(error)) }
+            }
+            waiter.onEnd { result in
+                router.forgetPrompt(path)
+                if let serial { router.forget(serial: serial) }
+                guard case .failure(let error) = result, error.code == .timedOut || error.code == .cancelled else { return }
+                LoopThread.shared.assertCurrent("deadlines and cancellations end on the loop thread")
+                dismiss(path, in: session)
+            }
+        }
+        if completion.dismissed {
+            throw .promptDismissed(operation, detail: "prompt \(path)")
+        }
+        guard completion.result.isOfType(resultType) else {
+            throw .protocolError(operation, detail: "the prompt's result has type \(completion.result.typeString), "
+                                 + "not \(resultType)")
+        }
+        return completion.result
+    }
+
+    /// Asks the provider to close the prompt at `path` (no answer awaited).
+    static func dismiss(_ path: ObjectPath, in session: ProviderSession) {
+        session.bus.sendWithoutReply(MethodCall(destination: session.owner, path: path,
+                                                interface: "org.freedesktop.Secret.Prompt", member: "Dismiss"))
+    }
+}

@@ -1,0 +1,74 @@
+/// What providers do that the Secret Service specification does not say, and how the client copes:
+/// the one place for it. Each entry names the provider and version it was seen with (see
+/// dbus-test/providers/PROVIDERS.md), and what would let it go.
+enum ProviderQuirks {
+    // MARK: Sessions
+
+    /// Opens a session, coping with two KWallet 5.103 faults:
+    /// - it rejects a DH public key shorter than 128 bytes ("Client public key size is invalid",
+    ///   InvalidArgs), which libsecret sends about one time in 256: a new session has a new key,
+    ///   so the opening is tried up to three times;
+    /// - when the encrypted session cannot be negotiated libsecret falls back to `plain` without
+    ///   saying so: a plain session is tried again twice before it is accepted (calls then refuse
+    ///   it unless the client allows plain transport).
+    static func openSession(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
+        var rejectedKeys = 0
+        var plainSessions = 0
+        while true {
+            let session: SessionCrypto
+            do throws(SecretServiceError) {
+                session = try await SessionCrypto.open(on: bus, owner: owner, deadline: deadline)
+            } catch where rejectedKeys < 2 && isRejectedPublicKey(error) {
+                rejectedKeys += 1
+                continue
+            }
+            if session.isPlain, plainSessions < 2 {
+                plainSessions += 1
+                continue
+            }
+            return session
+        }
+    }
+
+    static func isRejectedPublicKey(_ error: SecretServiceError) -> Bool {
+        error.dbusErrorName == "org.freedesktop.DBus.Error.InvalidArgs" || (error.detail ?? "").contains("public key")
+    }
+
+    // MARK: Secrets
+
+    /// Whether a secret that came back empty, or that the session could not decrypt, must be
+    /// checked against the lock state before it is believed.
+    ///
+    /// KWallet 5.103, locked, answers GetSecret with an empty secret structure instead of
+    /// IsLocked (and an undecodable one when the session is encrypted); and about one KWallet DH
+    /// exchange in 200 derives a different key on each side without either noticing, so an
+    /// unlocked item's secret then cannot be decrypted. The two are told apart by the item's and
+    /// its collection's `Locked` properties: locked goes through the unlock policy, unlocked and
+    /// undecodable means a new session (`.disconnected`, which the client retries on).
+    static func needsLockCheck(decoded: SecretValue?) -> Bool {
+        decoded == nil || decoded?.bytes.isEmpty == true
+    }
+
+    // MARK: Attributes
+
+    /// Attributes KeePassXC 2.7 computes for every item and refuses in a write (InvalidArgs):
+    /// `Uuid`, `Path`, `TOTP`. Setting attributes there merges, so leaving them out loses nothing.
+    static let providerOwnedAttributes: Set<String> = ["Uuid", "Path", "TOTP"]
+
+    /// The attributes to try after `error` refused `attributes`, or nil when there is nothing
+    /// left to try.
+    static func attributesAfterRefusal(_ attributes: [String: String], _ error: SecretServiceError) -> [String: String]? {
+        guard error.code == .providerError, attributes.keys.contains(where: providerOwnedAttributes.contains) else {
+            return nil
+        }
+        return attributes.filter { !providerOwnedAttributes.contains($0.key) }
+    }
+
+    // MARK: Creating items
+
+    /// Whether `CreateItem(replace: true)` must be emulated: KeePassXC 2.7.4 answers a replace of
+    /// an item another D-Bus client created with an access dialog that never completes headless
+    /// (fixed in 2.7.6). The client then searches for the item with the same attributes and
+    /// writes its secret and label in place instead.
+    static func emulatesReplace(_ kind: ProviderKind) -> Bool { kind == .keepassxc }
+}

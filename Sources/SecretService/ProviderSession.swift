@@ -1,0 +1,149 @@
+import Locking
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A transport session with the process that owns `org.freedesktop.secrets`, on one bus
+/// connection, and what was learned through it (alias paths, lock states). Replaced as a whole
+/// when the connection closes or the provider changes, so nothing stale survives a restart.
+final class ProviderSession: Sendable {
+    let bus: BusConnection
+    let provider: SecretServiceProvider
+    let kind: ProviderKind
+    let crypto: SessionCrypto
+    private let aliases = Locked<[String: ObjectPath]>([:])
+    private let lockStates = Locked<[ObjectPath: (locked: Bool, token: ChangeToken)]>([:])
+
+    init(bus: BusConnection, provider: SecretServiceProvider, crypto: SessionCrypto) {
+        self.bus = bus
+        self.provider = provider
+        self.kind = ProviderKind(executable: provider.executable)
+        self.crypto = crypto
+    }
+
+    var owner: String { provider.uniqueName }
+
+    /// Whether calls may still go through this session: the connection is open and the bus has
+    /// not reported another owner since.
+    var isCurrent: Bool { !bus.isClosed && bus.router.owner == owner }
+
+    /// Calls `member` on the provider.
+    func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: Argument? = nil,
+              operation: String, deadline: Deadline) async throws(SecretServiceError) -> Reply {
+        try await bus.call(MethodCall(destination: owner, path: path, interface: interface, member: member,
+                                      arguments: arguments), operation: operation, deadline: deadline)
+    }
+
+    func cachedAlias(_ alias: String) -> ObjectPath? { aliases.withLock { $0[alias] } }
+    func remember(alias: String, path: ObjectPath) { aliases.withLock { $0[alias] = path } }
+    func forgetAliases() { aliases.withLock { $0 = [:] } }
+
+    /// A collection's lock state, if it was read while nothing changed since (`Collection…`
+    /// signals, which announce lock changes, move the token).
+    func knownLockState(of collection: ObjectPath) -> Bool? {
+        let now = bus.router.token
+        return lockStates.withLock { states in
+            guard let known = states[collection], now.isUnchanged(since: known.token) else { return nil }
+            return known.locked
+        }
+    }
+
+    func remember(locked: Bool, of collection: ObjectPath, at token: ChangeToken) {
+        lockStates.withLock { $0[collection] = (locked, token) }
+    }
+
+    /// Finds the provider on `bus`, checks that it runs as our user, and opens a session with it.
+    /// - Throws: `.noSecretService`, `.untrustedProvider`, and what ``SessionCrypto/open`` throws.
+    static func open(on bus: BusConnection, deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
+        let owner = try await findOwner(on: bus, deadline: deadline)
+        let credentials = try await bus.call(
+            .bus(member: "GetConnectionCredentials", arguments: .tuple([.string(owner)])),
+            operation: "identify the keyring service", phase: .findingProvider, deadline: deadline
+        ).body("(a{sv})", in: "identify the keyring service").child(0)
+        let uid = credentials.lookup("UnixUserID", "u")?.uint32
+        let pid = credentials.lookup("ProcessID", "u")?.uint32
+        let ourUID = UInt32(getuid())
+        guard let uid else {
+            throw .protocolError("identify the keyring service", detail: "the bus did not tell the Unix user of \(owner)")
+        }
+        guard uid == ourUID else {
+            throw .untrustedProvider("identify the keyring service", providerUID: uid, ourUID: ourUID,
+                                     detail: "owner \(owner), pid \(pid.map(String.init) ?? "unknown")")
+        }
+        let crypto = try await ProviderQuirks.openSession(on: bus, owner: owner, deadline: deadline)
+        let provider = SecretServiceProvider(
+            uniqueName: owner, processID: pid, userID: uid, executable: pid.flatMap(executable(ofProcess:)),
+            transportAlgorithm: crypto.algorithm, clientName: bus.uniqueName)
+        return ProviderSession(bus: bus, provider: provider, crypto: crypto)
+    }
+
+    /// The unique name of `org.freedesktop.secrets`'s owner, starting the service when the bus can
+    /// (D-Bus activation, as a desktop session does on first use).
+    private static func findOwner(on bus: BusConnection, deadline: Deadline) async throws(SecretServiceError) -> String {
+        let operation = "find the keyring service"
+        var ownerQuery = MethodCall.bus(member: "GetNameOwner", arguments: .tuple([.string("org.freedesktop.secrets")]))
+        ownerQuery.isOwnerQuery = true
+        do throws(SecretServiceError) {
+            return try await bus.call(ownerQuery, operation: operation, phase: .findingProvider, deadline: deadline)
+                .body("(s)", in: operation).child(0).string
+        } catch where error.code == .noSecretService {
+            // No owner now: ask the bus to start one (ServiceUnknown when it cannot).
+            _ = try await bus.call(
+                .bus(member: "StartServiceByName", arguments: .tuple([.string("org.freedesktop.secrets"), .uint32(0)])),
+                operation: operation, phase: .findingProvider, deadline: deadline)
+            return try await bus.call(ownerQuery, operation: operation, phase: .findingProvider, deadline: deadline)
+                .body("(s)", in: operation).child(0).string
+        }
+    }
+
+    /// The target of `/proc/PID/exe`, or nil when it is not visible.
+    private static func executable(ofProcess pid: UInt32) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The bus connection and provider session a client holds: opened on first use, opened again
+/// when the connection closed or the provider changed. Opening is shared (``SharedWork``):
+/// concurrent first calls wait for one opening (gnome-keyring has crashed on concurrent
+/// OpenSession), each with its own deadline and cancellation.
+final class ProviderLink: Sendable {
+    let bus: BusAddress
+    private struct State {
+        var connection: BusConnection?
+        var session: ProviderSession?
+    }
+    private let state = Locked(State())
+    private let opening = SharedWork<ProviderSession>()
+
+    init(bus: BusAddress) { self.bus = bus }
+
+    /// The current session, or a new one.
+    /// - Throws: what opening throws; `.timedOut` at the caller's own deadline; `.cancelled`.
+    func session(deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
+        if let current = state.withLock({ $0.session }), current.isCurrent { return current }
+        return try await opening.value(operation: "connect to the keyring", deadline: deadline) { deadline throws(SecretServiceError) in
+            if let current = self.state.withLock({ $0.session }), current.isCurrent { return current }
+            let connection = self.state.withLock { state in state.connection.flatMap { $0.isClosed ? nil : $0 } }
+            let bus: BusConnection
+            if let connection { bus = connection } else { bus = try await BusConnection.open(self.bus, deadline: deadline) }
+            self.state.withLock { $0.connection = bus }
+            let session = try await ProviderSession.open(on: bus, deadline: deadline)
+            self.state.withLock { $0.session = session }
+            return session
+        }
+    }
+
+    /// Forgets `session` if it is still the current one, so the next call opens another.
+    func invalidate(_ session: ProviderSession) {
+        state.withLock { state in
+            if state.session === session { state.session = nil }
+            if state.connection?.isClosed == true { state.connection = nil }
+        }
+    }
+
+    /// The connection, if one is open (for diagnostics and change tokens).
+    var connection: BusConnection? { state.withLock { $0.connection } }
+}

@@ -1,0 +1,45 @@
+import Locking
+
+/// Work that many callers wait for but that runs once at a time: opening a connection, creating
+/// an encryption key. Each caller waits with its own deadline and its own cancellation
+/// (``OneShot``): one caller giving up never ends another's wait, and a run that ran out of an
+/// earlier caller's time does not count against a caller who still has time (it runs again for
+/// them).
+package final class SharedWork<Value: Sendable>: Sendable {
+    private struct State {
+        var waiters: [OneShot<Value>] = []
+        var running = false
+    }
+    private let state = Locked(State())
+
+    package init() {}
+
+    /// Waits for the current run, or starts one. `work` gets the deadline of the caller who
+    /// started the run.
+    /// - Throws: the run's error; `.timedOut` at the caller's own deadline; `.cancelled`.
+    package func value(operation: String, deadline: Deadline,
+                       _ work: @escaping @Sendable (Deadline) async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
+        while true {
+            let waiter = OneShot<Value>(operation: operation, deadline: deadline)
+            let start = state.withLock { state -> Bool in
+                state.waiters.append(waiter)
+                defer { state.running = true }
+                return !state.running
+            }
+            if start {
+                Task { [self] in
+                    let result: Result<Value, SecretServiceError>
+                    do throws(SecretServiceError) { result = .success(try await work(deadline)) } catch { result = .failure(error) }
+                    let waiters = state.withLock { state -> [OneShot<Value>] in
+                        defer { state.waiters = []; state.running = false }
+                        return state.waiters
+                    }
+                    for waiter in waiters { waiter.finish(result) }
+                }
+            }
+            let result = await waiter.wait()
+            if case .failure(let error) = result, error.code == .timedOut, deadline.remaining != nil { continue }
+            return try result.get()
+        }
+    }
+}

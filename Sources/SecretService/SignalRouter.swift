@@ -1,0 +1,205 @@
+internal import CLibSecret
+import Locking
+
+/// What the message filter of one ``BusConnection`` does, and the state it keeps: the calls
+/// waiting for replies (by serial: serials are per connection), the prompts waiting for
+/// `Completed`, who owns `org.freedesktop.secrets`, and the count of changes behind
+/// ``ChangeToken``.
+///
+/// `receive` runs on GDBus's reader thread, one message at a time, in the order they arrived, so
+/// a change signal is always counted before the reply that follows it is handed over.
+///
+/// Signals are believed only from whom they can come from: `NameOwnerChanged` from the bus
+/// itself (`org.freedesktop.DBus`), Secret Service signals from the provider process this
+/// connection knows as the owner. Anyone can send a signal to our unique name; such signals are
+/// ignored.
+final class SignalRouter: Sendable {
+    struct PendingReply: Sendable {
+        /// Whom the call went to: the provider's unique name, or the bus.
+        let destination: String
+        let operation: String
+        let phase: CallPhase
+        /// A GetNameOwner of `org.freedesktop.secrets`: its answer sets the owner, in order.
+        let isOwnerQuery: Bool
+        let deliver: @Sendable (Result<Reply, SecretServiceError>) -> Void
+    }
+
+    struct PendingPrompt: Sendable {
+        let owner: String
+        let operation: String
+        let deliver: @Sendable (Result<PromptCompletion, SecretServiceError>) -> Void
+    }
+
+    private struct State {
+        var replies: [UInt32: PendingReply] = [:]
+        var prompts: [String: PendingPrompt] = [:]
+        var owner: String?
+        var changes: UInt64 = 0
+        var closed = false
+    }
+
+    /// Tells tokens of different connections apart (random, so a new connection at the same
+    /// address never matches an old one's tokens).
+    let connectionID = UInt64.random(in: 1...UInt64.max)
+    /// Our own unique name on the bus.
+    let busName: String
+    private let state = Locked(State())
+
+    init(busName: String) { self.busName = busName }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// The provider's unique name as last reported by the bus, and the token now.
+    var owner: String? { state.withLock { $0.owner } }
+
+    /// The change token now.
+    var token: ChangeToken { state.withLock { ChangeToken(connection: connectionID, count: $0.changes) } }
+
+    /// Runs `body` under the lock the filter takes, with whether the connection is closed and a
+    /// function that registers a reply.
+    func registering<R>(_ body: (_ closed: Bool, _ register: (UInt32, PendingReply) -> Void) -> R) -> R {
+        state.withLock { state in
+            body(state.closed) { serial, pending in state.replies[serial] = pending }
+        }
+    }
+
+    func forget(serial: UInt32) { _ = state.withLock { $0.replies.removeValue(forKey: serial) } }
+
+    /// Expects `Completed` from `owner` on `path`; false when the connection closed or the owner
+    /// changed already.
+    func expectPrompt(_ path: ObjectPath, _ pending: PendingPrompt) -> Bool {
+        state.withLock { state in
+            guard !state.closed, state.owner == pending.owner else { return false }
+            state.prompts[path.rawValue] = pending
+            return true
+        }
+    }
+
+    func forgetPrompt(_ path: ObjectPath) { _ = state.withLock { $0.prompts.removeValue(forKey: path.rawValue) } }
+
+    /// Handles one incoming message; true when it was a reply to one of our calls (consumed:
+    /// released here).
+    func receive(_ message: OpaquePointer) -> Bool {
+        switch g_dbus_message_get_message_type(message) {
+        case G_DBUS_MESSAGE_TYPE_METHOD_RETURN, G_DBUS_MESSAGE_TYPE_ERROR:
+            return receiveReply(message)
+        case G_DBUS_MESSAGE_TYPE_SIGNAL:
+            receiveSignal(message)
+            return false
+        default:
+            return false
+        }
+    }
+
+    private func receiveReply(_ message: OpaquePointer) -> Bool {
+        let serial = g_dbus_message_get_reply_serial(message)
+        let isError = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_ERROR
+        let body = g_dbus_message_get_body(message).map(Variant.init(retaining:))
+        guard let (pending, token) = state.withLock({ state -> (PendingReply, ChangeToken)? in
+            guard let pending = state.replies.removeValue(forKey: serial) else { return nil }
+            if pending.isOwnerQuery, !isError, let body, body.isOfType("(s)") {
+                let owner = body.child(0).string
+                if state.owner != owner {
+                    state.owner = owner
+                    state.changes += 1
+                }
+            }
+            return (pending, ChangeToken(connection: connectionID, count: state.changes))
+        }) else {
+            return false  // not ours: libsecret's own call (its session opening)
+        }
+        defer { g_object_unref(UnsafeMutableRawPointer(message)) }
+        if isError {
+            let name = g_dbus_message_get_error_name(message).map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+            let text = body.flatMap { $0.isOfType("(s)") ? $0.child(0).string : nil } ?? ""
+            pending.deliver(.failure(SecretServiceError.translating(
+                .remote(name: name, message: text), operation: pending.operation, phase: pending.phase)))
+        } else {
+            pending.deliver(.success(Reply(body: body, token: token)))
+        }
+        return true
+    }
+
+    private func receiveSignal(_ message: OpaquePointer) {
+        guard let sender = g_dbus_message_get_sender(message).map({ String(cString: $0) }),
+              let interface = g_dbus_message_get_interface(message).map({ String(cString: $0) }),
+              let member = g_dbus_message_get_member(message).map({ String(cString: $0) }) else { return }
+        let body = g_dbus_message_get_body(message).map(Variant.init(retaining:))
+        if sender == "org.freedesktop.DBus" {
+            if interface == "org.freedesktop.DBus", member == "NameOwnerChanged", let body, body.isOfType("(sss)"),
+               body.child(0).string == "org.freedesktop.secrets" {
+                ownerChanged(from: body.child(1).string, to: body.child(2).string)
+            }
+            return
+        }
+        let path = g_dbus_message_get_path(message).map { String(cString: $0) } ?? ""
+        let prompt: PendingPrompt? = state.withLock { state in
+            guard sender == state.owner else { return nil }  // not the provider we talk to
+            switch (interface, member) {
+            case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"):
+                state.changes += 1
+            case ("org.freedesktop.Secret.Service", let member) where member.hasPrefix("Collection"):
+                // CollectionCreated/Deleted/Changed (lock state among others): KWallet, locked,
+                // still answers GetSecret with an empty secret, so nothing learned about a
+                // collection's items survives this.
+                state.changes += 1
+            case ("org.freedesktop.Secret.Prompt", "Completed"):
+                return state.prompts.removeValue(forKey: path)
+            default:
+                break
+            }
+            return nil
+        }
+        guard let prompt else { return }
+        guard let body, body.isOfType("(bv)") else {
+            prompt.deliver(.failure(.protocolError(prompt.operation, detail: "Completed of type \(body?.typeString ?? "()")")))
+            return
+        }
+        prompt.deliver(.success(PromptCompletion(dismissed: body.child(0).boolean, result: body.child(1).unboxed)))
+    }
+
+    /// The bus says `org.freedesktop.secrets` changed hands: calls and prompts addressed to the
+    /// old owner end now (libsecret and the bus would leave a prompt waiting forever).
+    private func ownerChanged(from oldOwner: String, to newOwner: String) {
+        let (replies, prompts) = state.withLock { state -> ([PendingReply], [PendingPrompt]) in
+            state.owner = newOwner.isEmpty ? nil : newOwner
+            state.changes += 1
+            guard !oldOwner.isEmpty else { return ([], []) }
+            let replies = state.replies.filter { $0.value.destination == oldOwner }
+            for serial in replies.keys { state.replies[serial] = nil }
+            let prompts = state.prompts.filter { $0.value.owner == oldOwner }
+            for path in prompts.keys { state.prompts[path] = nil }
+            return (Array(replies.values), Array(prompts.values))
+        }
+        guard !replies.isEmpty || !prompts.isEmpty else { return }
+        LoopThread.shared.perform {
+            for pending in replies {
+                pending.deliver(.failure(.disconnected(pending.operation, detail: "\(oldOwner) left the bus during the call")))
+            }
+            for pending in prompts {
+                pending.deliver(.failure(.disconnected(pending.operation, detail: "\(oldOwner) left the bus during the prompt")))
+            }
+        }
+    }
+
+    /// The connection is closed: everything waiting on it ends now, and nothing more is sent.
+    func connectionClosed(reason: String) {
+        let (replies, prompts) = state.withLock { state -> ([PendingReply], [PendingPrompt]) in
+            state.closed = true
+            state.changes += 1
+            defer { state.replies = [:]; state.prompts = [:] }
+            return (Array(state.replies.values), Array(state.prompts.values))
+        }
+        guard !replies.isEmpty || !prompts.isEmpty else { return }
+        LoopThread.shared.perform {
+            for pending in replies { pending.deliver(.failure(.disconnected(pending.operation, detail: reason))) }
+            for pending in prompts { pending.deliver(.failure(.disconnected(pending.operation, detail: reason))) }
+        }
+    }
+}
+
+/// What a prompt's `Completed` signal said.
+struct PromptCompletion: Sendable {
+    let dismissed: Bool
+    let result: Variant
+}

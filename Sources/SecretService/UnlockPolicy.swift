@@ -1,0 +1,121 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+// The unlock policy (the table in SecretServiceClient's documentation) and the collection look-ups
+// it needs: the one place that decides when something is unlocked and how.
+
+extension SecretServiceClient {
+    /// Unlocks `paths`: at once when the provider can, through its prompt when it shows one and
+    /// prompts are allowed.
+    /// - Throws: `.locked` when a prompt is needed and not allowed, `.promptDismissed` when the
+    ///   prompt was dismissed or left something locked.
+    func unlock(_ paths: [ObjectPath], _ session: ProviderSession, _ deadline: Deadline,
+                operation: String) async throws(SecretServiceError) {
+        guard !paths.isEmpty else { return }
+        let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "Unlock", .tuple([.objectPaths(paths)]),
+                                           operation: operation, deadline: deadline).body("(aoo)", in: operation)
+        var unlocked = Set(reply.child(0).strings)
+        let prompt = ObjectPath(trusted: reply.child(1).string)
+        if prompt != .none {
+            guard options.allowsPrompts else {
+                Prompts.dismiss(prompt, in: session)
+                throw .locked(operation, promptsAllowed: false, detail: paths.map(\.rawValue).joined(separator: ", "))
+            }
+            let result = try await Prompts.run(prompt, resultType: "ao", in: session, operation: operation, deadline: deadline)
+            unlocked.formUnion(result?.strings ?? [])
+        }
+        let stillLocked = paths.filter { !unlocked.contains($0.rawValue) }
+        guard stillLocked.isEmpty else {
+            throw .promptDismissed(operation, detail: "still locked: " + stillLocked.map(\.rawValue).joined(separator: ", "))
+        }
+    }
+
+    /// Runs `body`; when it fails because `path` is locked, unlocks `path` per the policy and runs
+    /// it once more.
+    func unlockingOnce<Value>(_ path: ObjectPath, _ session: ProviderSession, _ deadline: Deadline, operation: String,
+                              _ body: () async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
+        do throws(SecretServiceError) {
+            return try await body()
+        } catch where error.code == .locked {
+            try await unlock([path], session, deadline, operation: operation)
+            return try await body()
+        }
+    }
+
+    /// Unlocks the collection `path` when it is locked (its lock state is read unless known).
+    func ensureUnlocked(collection path: ObjectPath, _ session: ProviderSession, _ deadline: Deadline,
+                        operation: String) async throws(SecretServiceError) {
+        let locked: Bool
+        if let known = session.knownLockState(of: path) {
+            locked = known
+        } else {
+            locked = try await collectionInfo(at: path, session, deadline).isLocked
+        }
+        if locked {
+            try await unlock([path], session, deadline, operation: operation)
+        }
+    }
+
+    /// The object path of `collection`: aliases are read once per session.
+    /// - Throws: `.collectionNotFound`, naming the collections that exist.
+    func resolve(_ collection: CollectionReference, _ session: ProviderSession,
+                 _ deadline: Deadline) async throws(SecretServiceError) -> ObjectPath {
+        let operation = "find \(collection)"
+        let key = collection.aliasName ?? ""
+        if let cached = session.cachedAlias(key.isEmpty ? collection.description : key) { return cached }
+        let path: ObjectPath
+        if case .path(let given) = collection {
+            // A path must name a collection the provider has: otherwise a search "in" it would
+            // answer "nothing there" instead of "no such collection".
+            let known = try await collectionPaths(session, deadline)
+            guard known.contains(given) else {
+                throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
+            }
+            path = given
+        } else {
+            let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias", .tuple([.string(key)]),
+                                               operation: operation, deadline: deadline).body("(o)", in: operation)
+            path = ObjectPath(trusted: reply.child(0).string)
+            guard path != .none else {
+                throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
+            }
+        }
+        session.remember(alias: key.isEmpty ? collection.description : key, path: path)
+        return path
+    }
+
+    /// The collection at `path`: label and lock state (remembered until the token moves).
+    func collectionInfo(at path: ObjectPath, _ session: ProviderSession,
+                        _ deadline: Deadline) async throws(SecretServiceError) -> SecretCollectionInfo {
+        let operation = "read the collection"
+        let reply = try await session.call(path, "org.freedesktop.DBus.Properties", "GetAll",
+                                           .tuple([.string("org.freedesktop.Secret.Collection")]),
+                                           operation: operation, deadline: deadline)
+        let properties = try reply.body("(a{sv})", in: operation).child(0)
+        let info = SecretCollectionInfo(path: path, label: properties.lookup("Label", "s")?.string ?? "",
+                                        isLocked: properties.lookup("Locked", "b")?.boolean ?? false)
+        session.remember(locked: info.isLocked, of: path, at: reply.token)
+        return info
+    }
+
+    func collectionPaths(_ session: ProviderSession, _ deadline: Deadline) async throws(SecretServiceError) -> [ObjectPath] {
+        let operation = "list collections"
+        let reply = try await session.call(.service, "org.freedesktop.DBus.Properties", "Get",
+                                           .tuple([.string("org.freedesktop.Secret.Service"), .string("Collections")]),
+                                           operation: operation, deadline: deadline).body("(v)", in: operation)
+        let value = reply.child(0).unboxed
+        guard value.isOfType("ao") else { throw .protocolError(operation, detail: "Collections has type \(value.typeString)") }
+        return value.strings.map(ObjectPath.init(trusted:))
+    }
+
+    func listCollections(_ session: ProviderSession, _ deadline: Deadline) async throws(SecretServiceError) -> [SecretCollectionInfo] {
+        var collections: [SecretCollectionInfo] = []
+        for path in try await collectionPaths(session, deadline) {
+            collections.append(try await collectionInfo(at: path, session, deadline))
+        }
+        return collections
+    }
+}
