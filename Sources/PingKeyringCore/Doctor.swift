@@ -48,6 +48,8 @@ struct DoctorCheck: Sendable, Equatable {
     var status: Status
     /// What was found (for a failure: what went wrong, with the library's message).
     var detail: String
+    /// For a failure: the library's developer detail (object paths, D-Bus names), if any.
+    var technicalDetail: String?
     /// What to do; only for failures.
     var fix: String?
     /// The error kind behind a failure (``KeychainError/kind`` and the like).
@@ -64,7 +66,7 @@ struct DoctorCheck: Sendable, Equatable {
     }
 
     static func fail(_ id: String, _ title: String, _ error: ToolError, fix: String) -> DoctorCheck {
-        DoctorCheck(id: id, title: title, status: .fail, detail: error.message, fix: fix,
+        DoctorCheck(id: id, title: title, status: .fail, detail: error.message, technicalDetail: error.detail, fix: fix,
                     errorKind: error.kind, exitStatus: error.status)
     }
 
@@ -74,6 +76,7 @@ struct DoctorCheck: Sendable, Equatable {
             ("title", .string(title)),
             ("status", .string(status.rawValue)),
             ("detail", .string(detail)),
+            ("technicalDetail", .string(technicalDetail)),
             ("fix", .string(fix)),
             ("errorKind", .string(errorKind)),
         ])
@@ -115,8 +118,10 @@ struct DoctorReport: Sendable, Equatable {
             case .fail: "FAIL"
             case .skip: "skip"
             }
-            let detail = MessageLayout.terminalText(check.detail, indent: width + 8)
-            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(detail)\n"
+            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            if let details = check.technicalDetail {
+                text += String(repeating: " ", count: width + 8) + "details: \(details)\n"
+            }
             if let fix = check.fix {
                 text += String(repeating: " ", count: width + 8) + "fix: \(fix)\n"
             }
@@ -139,13 +144,14 @@ enum Doctor {
             + "--components=secrets`), KeePassXC with Tools > Settings > Secret Service Integration on, or KWallet."
         static let providerHung = "check that the provider is running and not stopped "
             + "(`ps -C gnome-keyring-daemon -o pid,stat`), or raise --timeout."
-        static let defaultCollection = "set a default collection in your keyring manager (Seahorse: set a keyring "
-            + "as default; KeePassXC: expose a group under Secret Service Integration), or pass --collection with "
-            + "one of the collections listed."
-        static let collection = "pass --collection with one of the collections listed, or create the alias in "
-            + "your keyring manager."
-        static let unlocked = "unlock the keyring: log in to the desktop, or unlock it in Seahorse or KeePassXC. "
-            + "Apps that allow prompts ask for the password instead."
+        static let defaultCollection = "set a default collection in your keyring manager (Passwords and Keys on "
+            + "GNOME: set a keyring as default; KeePassXC: expose a group under Secret Service Integration), or pass "
+            + "--collection with one of the collections listed in the details."
+        static let collection = "pass --collection with one of the collections listed in the details, or create "
+            + "the alias in your keyring manager."
+        static let unlocked = "unlock the keyring: log in to the desktop, or unlock it in your keyring manager "
+            + "(Passwords and Keys on GNOME, KWallet Manager on KDE, or the KeePassXC database). Apps that allow "
+            + "prompts ask for the password instead."
         static let transport = "the provider only offers 'plain' sessions, so secrets would cross the bus "
             + "unencrypted and PingStorage refuses them: use GNOME Keyring or KeePassXC, or for KWallet install "
             + "libqca-qt5-2-plugins."

@@ -78,13 +78,13 @@ public enum PingKeyring {
         Outcome(standardOutput: output, standardError: "", status: ExitCode.ok.rawValue)
     }
 
-    /// stderr always gets `ping-keyring: error: KIND: message` (a list the message ends with, on
-    /// lines of its own below it); with `--json`, stdout also gets `{"error": {…}}` so a script
-    /// reading stdout always gets one JSON document.
+    /// stderr always gets `ping-keyring: error: KIND: message`, and the developer detail (object
+    /// paths, D-Bus names) on a line of its own below it when there is one; with `--json`, stdout
+    /// also gets `{"error": {…}}` so a script reading stdout always gets one JSON document.
     static func failure(_ error: ToolError, json: Bool) -> Outcome {
         Outcome(standardOutput: json ? Data(error.json.document.utf8) : Data(),
-                standardError: "\(CommandTable.program): error: \(error.kind): "
-                    + "\(MessageLayout.terminalText(error.message))\n",
+                standardError: "\(CommandTable.program): error: \(error.kind): \(error.message)\n"
+                    + (error.detail.map { "  details: \($0)\n" } ?? ""),
                 status: error.status.rawValue)
     }
 }

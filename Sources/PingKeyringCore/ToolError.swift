@@ -46,11 +46,15 @@ struct ToolError: Error, Equatable, Sendable {
     var message: String
     /// The process exit status.
     var status: ExitCode
+    /// For developers and administrators: object paths, D-Bus error names, the provider's own
+    /// text (the library's ``KeychainError/detail``). Shown under the message.
+    var detail: String?
 
-    init(kind: String, message: String, status: ExitCode? = nil) {
+    init(kind: String, message: String, status: ExitCode? = nil, detail: String? = nil) {
         self.kind = kind
         self.message = message
         self.status = status ?? ExitCode.forKind(kind)
+        self.detail = detail
     }
 
     /// A command-line error; `command` names the command whose `--help` to point at.
@@ -65,7 +69,7 @@ struct ToolError: Error, Equatable, Sendable {
         case let error as ToolError:
             return error
         case let error as KeychainError:
-            return ToolError(kind: error.kind, message: error.errorMessage)
+            return ToolError(kind: error.kind, message: error.errorMessage, detail: error.detail)
         case let error as SecretServiceError:
             return from(keychainError(from: error))
         case let error as EncryptorError:
@@ -93,11 +97,12 @@ struct ToolError: Error, Equatable, Sendable {
         KeychainError(error)
     }
 
-    /// `{"error": {"kind", "message", "exitCode"}}`.
+    /// `{"error": {"kind", "message", "detail", "exitCode"}}`.
     var json: JSONValue {
         .object([("error", .object([
             ("kind", .string(kind)),
             ("message", .string(message)),
+            ("detail", .string(detail)),
             ("exitCode", .int(Int(status.rawValue))),
         ]))])
     }

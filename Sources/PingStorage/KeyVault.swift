@@ -36,12 +36,14 @@ actor KeyVault {
 
     struct KeyChoice: Sendable {
         let id: KeyID
-        let key: SymmetricKey
+        /// The key, or why its item is unusable (then nothing is sealed: a damaged key item is
+        /// never replaced by a new key behind the user's back).
+        let key: Result<SymmetricKey, EncryptorError>
         let path: ItemPath
         let token: ChangeToken?
     }
 
-    init(backend: any KeychainBackend, collection: CollectionReference, timeout: Duration) {
+    init(backend: any KeychainBackend, collection: CollectionReference, timeout: Duration = .seconds(25)) {
         self.backend = backend
         self.collection = collection
         self.timeout = timeout
@@ -62,7 +64,9 @@ actor KeyVault {
 
     /// The key new data is sealed with, chosen (or created) on first use and again whenever the
     /// change token moved.
-    func currentKey() async throws(SecretServiceError) -> (KeyID, SymmetricKey) {
+    /// - Throws: ``KeychainError`` when the keyring cannot be used, ``EncryptorError/unsupportedFormat(_:)``
+    ///   when the oldest key item does not hold a key matching its `key-check`.
+    func currentKey() async throws -> (KeyID, SymmetricKey) {
         if let current, let key = keys[current.id], let chosenAt = current.token,
            let now = backend.currentChangeToken, now.isUnchanged(since: chosenAt) {
             return (current.id, key)
@@ -70,12 +74,15 @@ actor KeyVault {
         let deadline = Deadline(timeout: timeout)
         let backend = self.backend.ending(by: deadline)
         let collection = self.collection
-        let choice = try await choosing.value(operation: "find the encryption key", deadline: deadline) { _ throws(SecretServiceError) in
-            try await Self.chooseKey(backend, collection)
+        let choice = try await mapped { () async throws(SecretServiceError) in
+            try await choosing.value(operation: "find the encryption key", deadline: deadline) { _ throws(SecretServiceError) in
+                try await Self.chooseKey(backend, collection)
+            }
         }
-        keys[choice.id] = choice.key
+        let key = try choice.key.get()
+        keys[choice.id] = key
         current = (choice.id, choice.path, choice.token)
-        return (choice.id, choice.key)
+        return (choice.id, key)
     }
 
     /// The key with `id`, from memory or the keyring.
@@ -150,8 +157,7 @@ actor KeyVault {
         return chosen
     }
 
-    /// The oldest usable key in the keyring (by creation time, then id), loaded and checked; key
-    /// items that do not hold a key matching their `key-check` are passed over.
+    /// The oldest key in the keyring (by creation time, then id), loaded and checked.
     private static func oldestKey(_ backend: any KeychainBackend, _ collection: CollectionReference) async throws(SecretServiceError) -> KeyChoice? {
         let found = try await backend.findItems(matching: ["xdg:schema": schema], in: collection)
         var candidates: [(id: KeyID, created: Date, info: SecretItemInfo)] = []
@@ -160,12 +166,11 @@ actor KeyVault {
             guard let hex = info.attributes["key-id"], let id = KeyID(hexString: hex) else { continue }
             candidates.append((id, info.created, info))
         }
-        for candidate in candidates.sorted(by: { ($0.created, $0.id.hexString) < ($1.created, $1.id.hexString) }) {
-            if case .success(let key) = try await load(candidate.info, backend) {
-                return KeyChoice(id: candidate.id, key: key, path: candidate.info.path, token: found.changeToken)
-            }
+        guard let oldest = candidates.min(by: { ($0.created, $0.id.hexString) < ($1.created, $1.id.hexString) }) else {
+            return nil
         }
-        return nil
+        return KeyChoice(id: oldest.id, key: try await load(oldest.info, backend), path: oldest.info.path,
+                         token: found.changeToken)
     }
 
     /// Reads a key item and checks its bytes against its `key-check` (items of earlier versions

@@ -125,7 +125,7 @@ extension KeychainError {
     /// `CancellationError` for it (see ``thrown(_:)``).
     public init(_ error: SecretServiceError) {
         var details = Details(message: error.message, recovery: error.recovery, detail: error.detail)
-        if let name = error.dbusErrorName {
+        if let name = error.dbusErrorName, details.detail?.contains(name) != true {
             details.detail = details.detail.map { "\($0) [\(name)]" } ?? name
         }
         switch error.code {

@@ -78,12 +78,7 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     private static let unboundAssociatedData = Data("com.pingidentity.PingStorage/v1/unbound\u{0}".utf8)
 
     private func seal(_ data: Data, associatedData: Data) async throws -> Data {
-        let id: KeyID, key: SymmetricKey
-        do {
-            (id, key) = try await vault.currentKey()
-        } catch {
-            throw KeychainError.thrown(error)
-        }
+        let (id, key) = try await vault.currentKey()
         do {
             return try Envelope.seal(data, key: key, keyID: id, associatedData: associatedData)
         } catch {

@@ -63,8 +63,8 @@ final class Deadlines: Sendable {
         _ = state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(owner)) }
     }
 
-    /// The number of pending deadlines (for tests).
-    var count: Int { state.withLock { $0.entries.count } }
+    /// Whether `owner` has a pending deadline (for tests).
+    func contains(_ owner: AnyObject) -> Bool { state.withLock { $0.entries[ObjectIdentifier(owner)] != nil } }
 
     private func armTimer(for instant: ContinuousClock.Instant) {
         LoopThread.shared.afterDelay(max(instant - .now, .zero)) { [self] in expireDue() }

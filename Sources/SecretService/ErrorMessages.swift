@@ -102,7 +102,7 @@ extension SecretServiceError {
             dbusErrorName: dbusErrorName)
     }
 
-    static func collectionNotFound(_ operation: String, _ collection: CollectionReference,
+    package static func collectionNotFound(_ operation: String, _ collection: CollectionReference,
                                    known: [SecretCollectionInfo]) -> SecretServiceError {
         let labels = known.map { $0.label.isEmpty ? "(no label)" : $0.label }
         let fix = collection == .default

@@ -91,6 +91,9 @@ package final class OneShot<Value: Sendable>: Sendable {
                     finish(.failure(.timedOut(operation, after: deadline.timeout)))
                     return
                 }
+                // Cancelled already: the handler's finish is on its way to the loop thread; the
+                // call is not started meanwhile.
+                guard !Task.isCancelled else { return }
                 LoopThread.shared.deadlines.add(self, at: deadline.instant) { [self] in
                     finish(.failure(.timedOut(operation, after: deadline.timeout)))
                 }

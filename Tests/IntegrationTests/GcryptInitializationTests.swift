@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 
+extension Integration {
 /// libgcrypt is initialised once per process, by one process-wide once that both libsecret's side
 /// (SecretService) and PingStorageCrypto go through. Each test runs gcrypt-race-probe, a fresh
 /// process, because who initialises libgcrypt is decided once per process.
-@Suite("libgcrypt: one initialisation per process, whatever races it", .serialized)
-struct GcryptInitializationTests {
+@Suite("libgcrypt: one initialisation per process, whatever races it")
+struct GcryptInitialization {
     static var probe: String { Harness.binaryDirectory.appendingPathComponent("gcrypt-race-probe").path }
 
     func probe(_ arguments: [String]) throws -> ProcessResult {
@@ -56,4 +57,5 @@ struct GcryptInitializationTests {
         #expect(unavailable == 0)
         #expect(failures.isEmpty, "\(failures.prefix(3))")
     }
+}
 }

@@ -91,14 +91,14 @@ extension Integration {
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: marker)
             #expect(try await storage.get() == marker)
-            _ = try await SecretServiceClient().transportAlgorithm()
+            _ = try await SecretServiceClient().provider()
             try await Task.sleep(for: .milliseconds(300))
             monitor.stop()
             let captured = try Data(contentsOf: URL(fileURLWithPath: capture))
             #expect(captured.range(of: Data("GetSecret".utf8)) != nil, "the capture saw our calls")
             #expect(captured.range(of: Data(account.utf8)) != nil, "attributes are visible (they are not secret)")
             #expect(captured.range(of: Data(marker.utf8)) == nil, "the secret never appears in clear")
-            #expect(try await SecretServiceClient().transportAlgorithm() == "dh-ietf1024-sha256-aes128-cbc-pkcs7")
+            #expect(try await SecretServiceClient().provider().transportAlgorithm == "dh-ietf1024-sha256-aes128-cbc-pkcs7")
             try await storage.delete()
         }
     }
@@ -134,12 +134,12 @@ extension Integration.Robustness {
         #expect(try await client.uniqueItem(matching: lookup(account), in: .default) == nil)
         try SecretTool.store(label: "one", attributes: lookup(account).merging(["copy": "1"]) { $1 }, secret: Data("1".utf8))
         let single = try await client.uniqueItem(matching: lookup(account), in: .default)
-        #expect(single?.hasPrefix("/org/freedesktop/secrets/collection/") == true)
+        #expect(single?.rawValue.hasPrefix("/org/freedesktop/secrets/collection/") == true)
         try SecretTool.store(label: "two", attributes: lookup(account).merging(["copy": "2"]) { $1 }, secret: Data("2".utf8))
         do {
             _ = try await client.uniqueItem(matching: lookup(account), in: .default)
             Issue.record("expected .ambiguous")
-        } catch let error as SecretServiceError {
+        } catch {
             #expect(error.code == .ambiguous)
             #expect(error.message.contains("2 items match"))
         }

@@ -106,7 +106,7 @@ struct ArgumentParserTests {
         #expect(try collection("default") == .default)
         #expect(try collection("session") == .session)
         #expect(try collection("work") == .alias("work"))
-        #expect(try collection("/org/freedesktop/secrets/collection/login") == .path("/org/freedesktop/secrets/collection/login"))
+        #expect(try collection("/org/freedesktop/secrets/collection/login") == .path(try ObjectPath("/org/freedesktop/secrets/collection/login")))
         guard case .run(_, let options) = try parse("list") else { return }
         #expect(options.collection == nil, "no --collection: the library's default ($PINGSTORAGE_COLLECTION, else 'default')")
     }
@@ -131,7 +131,7 @@ struct ArgumentParserTests {
     @Test func inlineValues() throws {
         #expect(try ArgumentParser.parse(["get", "--account=A=B", "--service=S", "--collection=/org/x"])
                 == .run(.get(account: "A=B", service: "S", raw: false),
-                        GlobalOptions(collection: .path("/org/x"))))
+                        GlobalOptions(collection: .path(try ObjectPath("/org/x")))))
         #expect(try ArgumentParser.parse(["get", "--account", "--weird"])
                 == .run(.get(account: "--weird", service: defaultService, raw: false), GlobalOptions()),
                 "a value option takes the next word, whatever it looks like")

@@ -6,11 +6,11 @@ import Testing
 /// A scripted keyring for the doctor.
 struct FakeDoctorEnvironment: DoctorEnvironment {
     var busAddress: String? = "unix:path=/run/user/1000/bus"
-    var collectionDescription = "alias 'default'"
+    var collectionDescription = "the default collection"
     var providerResult: Result<ProviderInfo, ToolError> = .success(ProviderInfo(
-        executable: "gnome-keyring-d", processID: 42, uniqueName: ":1.3", transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7"))
+        name: "GNOME Keyring", executable: "/usr/bin/gnome-keyring-daemon", processID: 42, uniqueName: ":1.3", transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7"))
     var collectionResult: Result<SecretCollectionInfo, ToolError> = .success(SecretCollectionInfo(
-        path: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: false))
+        path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: false))
     var probeResult: Result<String, ToolError> = .success("wrote, read back and deleted an item")
     var keysResult: Result<[EncryptionKeyItem], ToolError> = .success([keyItem(keyA, created: 100)])
 
@@ -41,7 +41,7 @@ struct DoctorTests {
         #expect(report.ok)
         #expect(report.exitStatus == .ok)
         #expect(report.checks[0].detail == "unix:path=/run/user/1000/bus", "the bus address is shown")
-        #expect(report.checks[1].detail == "GNOME Keyring (gnome-keyring-d, pid 42, :1.3)")
+        #expect(report.checks[1].detail == "GNOME Keyring (/usr/bin/gnome-keyring-daemon, pid 42, :1.3)")
         #expect(report.checks[6].detail == "1 key present (id \(keyA))")
         #expect(report.human.hasSuffix("All checks passed.\n"))
         #expect(!report.human.contains("fix:"))
@@ -87,17 +87,17 @@ struct DoctorTests {
         #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:fail", "unlocked:skip",
                                      "transport:pass", "probe:skip", "encryptionKey:skip"])
         #expect(report.checks[2].detail == "Collections: /x (X).", "the library's message lists the collections")
-        #expect(report.checks[2].fix?.contains("set a default collection") == true)
+        #expect(report.checks[2].fix?.contains("set a default collection") == true, "\(report.checks[2].fix ?? "")")
         #expect(report.exitStatus == .keyringUnavailable)
 
-        environment.collectionDescription = "alias 'work'"
+        environment.collectionDescription = "the 'work' collection"
         #expect(await Doctor.run(environment).checks[2].fix?.contains("create the alias") == true)
     }
 
     @Test func lockedCollection() async {
         var environment = FakeDoctorEnvironment()
         environment.collectionResult = .success(SecretCollectionInfo(
-            path: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: true))
+            path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: true))
         let report = await Doctor.run(environment)
         #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:fail",
                                      "transport:pass", "probe:skip", "encryptionKey:skip"])
@@ -108,12 +108,12 @@ struct DoctorTests {
 
     @Test func plainTransport() async {
         var environment = FakeDoctorEnvironment()
-        environment.providerResult = .success(ProviderInfo(executable: "kwalletd6", processID: 7, uniqueName: nil,
+        environment.providerResult = .success(ProviderInfo(name: "KWallet", executable: "/usr/bin/kwalletd6", processID: 7, uniqueName: nil,
                                                            transport: "plain"))
         let report = await Doctor.run(environment)
         #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:pass",
                                      "transport:fail", "probe:skip", "encryptionKey:skip"])
-        #expect(report.checks[1].detail == "KWallet (kwalletd6, pid 7)")
+        #expect(report.checks[1].detail == "KWallet (/usr/bin/kwalletd6, pid 7)")
         #expect(report.checks[4].errorKind == "insecureTransport")
         #expect(report.exitStatus == .keyringUnavailable)
     }
@@ -133,7 +133,7 @@ struct DoctorTests {
     @Test func exitStatusIsTheFirstFailures() async {
         var environment = FakeDoctorEnvironment()
         environment.collectionResult = .failure(ToolError(kind: "collectionNotFound", message: "none"))
-        environment.providerResult = .success(ProviderInfo(executable: nil, processID: 1, uniqueName: nil, transport: "plain"))
+        environment.providerResult = .success(ProviderInfo(name: "unknown", executable: nil, processID: 1, uniqueName: nil, transport: "plain"))
         let report = await Doctor.run(environment)
         #expect(report.checks.filter { $0.status == .fail }.count == 2)
         #expect(report.exitStatus == .keyringUnavailable)
@@ -142,14 +142,14 @@ struct DoctorTests {
 
     @Test func jsonFieldNames() async throws {
         var environment = FakeDoctorEnvironment()
-        environment.collectionResult = .success(SecretCollectionInfo(path: "/c", label: "", isLocked: true))
+        environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
         let document = await Doctor.run(environment).json.document
         #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "collection", "provider", "checks"])
         let json = try parseJSON(document)
         #expect(json["ok"] as? Bool == false)
         #expect(json["exitCode"] as? Int == 3)
         #expect(json["busAddress"] as? String == "unix:path=/run/user/1000/bus")
-        #expect(json["collection"] as? String == "alias 'default'")
+        #expect(json["collection"] as? String == "the default collection")
         let provider = try #require(json["provider"] as? [String: Any])
         #expect(Set(provider.keys) == ["name", "executable", "pid", "uniqueName", "transport"])
         #expect(provider["name"] as? String == "GNOME Keyring")
@@ -158,7 +158,7 @@ struct DoctorTests {
         #expect(checks.map { $0["id"] as? String } == ["sessionBus", "provider", "collection", "unlocked", "transport",
                                                       "probe", "encryptionKey"])
         for check in checks {
-            #expect(Set(check.keys) == ["id", "title", "status", "detail", "fix", "errorKind"])
+            #expect(Set(check.keys) == ["id", "title", "status", "detail", "technicalDetail", "fix", "errorKind"])
         }
         #expect(checks[3]["status"] as? String == "fail")
         #expect(checks[3]["fix"] is String)
@@ -254,7 +254,7 @@ struct DoctorTests {
 
     @Test func theKeyIsSkippedAfterTheKeyringFailed() async {
         var environment = FakeDoctorEnvironment()
-        environment.collectionResult = .success(SecretCollectionInfo(path: "/c", label: "", isLocked: true))
+        environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
         environment.keysResult = .failure(ToolError(kind: "other", message: "must not be asked"))
         let report = await Doctor.run(environment)
         #expect(report.checks[6].status == .skip)
@@ -272,6 +272,6 @@ struct DoctorTests {
         var options = GlobalOptions()
         options.collection = .alias("work")
         #expect(LiveDoctorEnvironment(settings: KeyringSettings(options), environment: [:]).collectionDescription
-                == "alias 'work'")
+                == "the 'work' collection")
     }
 }

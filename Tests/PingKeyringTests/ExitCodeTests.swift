@@ -16,16 +16,16 @@ struct ExitCodeTests {
 
     @Test func everyKeychainErrorMapsToItsStatus() {
         let cases: [(KeychainError, String, ExitCode)] = [
-            (.noSessionBus("m"), "noSessionBus", .keyringUnavailable),
-            (.noSecretService("m"), "noSecretService", .keyringUnavailable),
-            (.collectionNotFound("m"), "collectionNotFound", .keyringUnavailable),
-            (.locked("m"), "locked", .keyringUnavailable),
-            (.promptDismissed("m"), "promptDismissed", .keyringUnavailable),
-            (.timedOut("m"), "timedOut", .keyringUnavailable),
-            (.insecureTransport("m"), "insecureTransport", .keyringUnavailable),
-            (.corruptItem("m"), "corruptItem", .corrupt),
-            (.invalidArgument("m"), "invalidArgument", .usage),
-            (.providerError(dbusErrorName: "org.x.Failed", message: "m"), "providerError", .other),
+            (.noSessionBus(.init(message: "m")), "noSessionBus", .keyringUnavailable),
+            (.noSecretService(.init(message: "m")), "noSecretService", .keyringUnavailable),
+            (.collectionNotFound(.init(message: "m")), "collectionNotFound", .keyringUnavailable),
+            (.locked(.init(message: "m")), "locked", .keyringUnavailable),
+            (.promptDismissed(.init(message: "m")), "promptDismissed", .keyringUnavailable),
+            (.timedOut(.init(message: "m")), "timedOut", .keyringUnavailable),
+            (.insecureTransport(.init(message: "m")), "insecureTransport", .keyringUnavailable),
+            (.corruptItem(.init(message: "m")), "corruptItem", .corrupt),
+            (.invalidArgument(.init(message: "m")), "invalidArgument", .usage),
+            (.providerError(.init(message: "m", detail: "org.x.Failed")), "providerError", .other),
             (.unableToSave, "unableToSave", .other),
             (.unableToRetrieve, "unableToRetrieve", .other),
             (.unableToDelete, "unableToDelete", .other),
@@ -54,11 +54,13 @@ struct ExitCodeTests {
             (.providerError, "providerError", .other),
         ]
         for (code, kind, status) in cases {
-            let error = SecretServiceError(code, operation: "read secret", message: "what to do.", dbusErrorName: "org.x.E")
+            let error = SecretServiceError(code, operation: "read secret", message: "What happened.", recovery: "What to do.",
+                                           detail: "/org/x/1", dbusErrorName: "org.x.E")
             let mapped = ToolError.from(error)
             #expect(mapped.kind == kind, "\(code)")
             #expect(mapped.status == status, "\(code)")
-            #expect(mapped.message.hasPrefix("read secret: what to do."), "the client's message with its hint")
+            #expect(mapped.message == "What happened. What to do.", "the client's message with its advice")
+            #expect(mapped.detail == "/org/x/1 [org.x.E]", "and its developer detail apart")
         }
     }
 

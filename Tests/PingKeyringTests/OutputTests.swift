@@ -193,7 +193,7 @@ struct OutputTests {
         let document = error.json.document
         let json = try parseJSON(document)
         let body = try #require(json["error"] as? [String: Any])
-        #expect(Set(body.keys) == ["kind", "message", "exitCode"])
+        #expect(Set(body.keys) == ["kind", "message", "detail", "exitCode"])
         #expect(body["kind"] as? String == "locked")
         #expect(body["message"] as? String == "the keyring is locked; unlock it.")
         #expect(body["exitCode"] as? Int == 3)
@@ -238,16 +238,12 @@ struct OutputTests {
         #expect(Encryption.unknown.humanText(keyID: nil) == "binary/unknown")
     }
 
-    @Test func providerNames() {
-        #expect(ProviderInfo.productName(executable: "gnome-keyring-d") == "GNOME Keyring")
-        #expect(ProviderInfo.productName(executable: "keepassxc") == "KeePassXC")
-        #expect(ProviderInfo.productName(executable: "kwalletd5") == "KWallet")
-        #expect(ProviderInfo.productName(executable: "kwalletd6") == "KWallet")
-        #expect(ProviderInfo.productName(executable: "something-else") == "something-else")
-        #expect(ProviderInfo.productName(executable: nil).hasPrefix("unknown"))
-        let provider = ProviderInfo(executable: "gnome-keyring-d", processID: 42, uniqueName: ":1.3",
-                                    transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7")
-        #expect(provider.description == "GNOME Keyring (gnome-keyring-d, pid 42, :1.3)")
+    @Test func providerDescriptions() {
+        let provider = ProviderInfo(name: "GNOME Keyring", executable: "/usr/bin/gnome-keyring-daemon", processID: 42,
+                                    uniqueName: ":1.3", transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7")
+        #expect(provider.description == "GNOME Keyring (/usr/bin/gnome-keyring-daemon, pid 42, :1.3)")
+        let hidden = ProviderInfo(name: "unknown", executable: nil, processID: nil, uniqueName: nil, transport: "plain")
+        #expect(hidden.description == "unknown (executable not visible, pid unknown)")
     }
 
     @Test func stdinWhitespaceIsTrimmed() {

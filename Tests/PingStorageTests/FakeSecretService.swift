@@ -1,12 +1,14 @@
-import Locking
 import Foundation
+import Locking
 import SecretService
-import Synchronization
 @testable import PingStorage
 
-/// An in-memory Secret Service for unit tests: items, a lockable collection, scripted failures,
-/// and a log of every write so tests can prove what did (not) change.
-final class FakeSecretService: SecretServiceBackend {
+/// An in-memory Secret Service for the unit tests of the Keychain rules: items, a lockable
+/// collection, scripted failures, change tokens, and a log of every write so tests can prove what
+/// did (not) change. It behaves like ``SecretServiceClient`` as PingStorage sees it: `findItems`
+/// and `secret(of:)` unlock (or throw `.locked` when prompts are off), and every answer carries
+/// the change token (created, deleted, lock changes) at that moment.
+final class FakeSecretService: KeychainBackend {
     struct Item {
         var label: String
         var attributes: [String: String]
@@ -15,19 +17,16 @@ final class FakeSecretService: SecretServiceBackend {
         var modified: Date
     }
     struct State {
-        var items: [String: Item] = [:]
+        var items: [ItemPath: Item] = [:]
         var nextNumber = 1
         var collectionLocked = false
         var promptsUnlock = true
         var failNext: [String: SecretServiceError] = [:]
         var writes: [String] = []
         var clock = Date(timeIntervalSince1970: 1_700_000_000)
-        var generation: UInt64 = 1
+        var changes: UInt64 = 1
         var reads = 0
         var searches = 0
-        /// KWallet's behaviour: a locked collection answers reads with an empty secret (no error)
-        /// and still accepts writes and deletes of items by path.
-        var lockedAnswersEmpty = false
         /// KeePassXC's behaviour: attribute writes containing these names fail with InvalidArgs.
         var refusedAttributes: Set<String> = []
         /// The `replacing` argument of every createItem call.
@@ -40,28 +39,38 @@ final class FakeSecretService: SecretServiceBackend {
         var creatorAfterSearch: [String: String]?
     }
     let state = Locked(State())
-    let collectionPath = "/org/freedesktop/secrets/collection/login"
-    let knownItems = KnownItemCache()
+    let collectionPath = try! ObjectPath("/org/freedesktop/secrets/collection/login")
+    let rememberedItems = RememberedItems()
+    static let connection: UInt64 = 0xFA4E
 
-    func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0) -> String {
+    @discardableResult
+    func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0) -> ItemPath {
         state.withLock { state in
-            let path = "\(collectionPath)/\(state.nextNumber)"
-            state.nextNumber += 1
+            let path = newPath(&state)
             let time = state.clock.addingTimeInterval(modifiedOffset)
             state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: Data(secret.utf8)),
                                      created: time, modified: time)
-            state.generation += 1
+            state.changes += 1
             return path
         }
     }
 
-    var items: [String: Item] { state.withLock { $0.items } }
-    var itemGeneration: UInt64 { state.withLock { $0.generation } }
+    var items: [ItemPath: Item] { state.withLock { $0.items } }
     var reads: Int { state.withLock { $0.reads } }
     var searches: Int { state.withLock { $0.searches } }
     var writes: [String] { state.withLock { $0.writes } }
 
-    private func check(_ operation: String) throws {
+    /// Something changed that the client would hear about (a lock, another process's item).
+    func announceChange() { state.withLock { $0.changes += 1 } }
+
+    private func newPath(_ state: inout State) -> ItemPath {
+        defer { state.nextNumber += 1 }
+        return try! ItemPath("\(collectionPath)/\(state.nextNumber)")
+    }
+
+    private func token(_ state: State) -> ChangeToken { ChangeToken(connection: Self.connection, count: state.changes) }
+
+    private func check(_ operation: String) throws(SecretServiceError) {
         if let error = state.withLock({ $0.failNext.removeValue(forKey: operation) }) { throw error }
     }
 
@@ -70,67 +79,83 @@ final class FakeSecretService: SecretServiceBackend {
         return state.clock
     }
 
-    func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws -> SecretSearchResult {
+    /// The unlock policy, as the client applies it.
+    private func unlockIfLocked(_ state: inout State, _ operation: String) throws(SecretServiceError) {
+        guard state.collectionLocked else { return }
+        guard state.promptsUnlock else {
+            throw SecretServiceError(.locked, operation: operation, message: "The keyring is locked.")
+        }
+        state.collectionLocked = false
+        state.changes += 1
+    }
+
+    func ending(by deadline: Deadline) -> any KeychainBackend { self }
+    var currentChangeToken: ChangeToken? { state.withLock { token($0) } }
+
+    func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult {
         try check("search")
         return state.withLock { state in
             state.searches += 1
             if let theirs = state.creatorAfterSearch {
                 state.creatorAfterSearch = nil
-                let other = "\(collectionPath)/\(state.nextNumber)"
-                state.nextNumber += 1
+                let answer = SecretSearchResult(unlocked: [], locked: [], changeToken: token(state))
+                let other = newPath(&state)
                 let time = tick(&state).addingTimeInterval(60)
                 state.items[other] = Item(label: "theirs", attributes: theirs, secret: SecretValue(bytes: Data(#""theirs""#.utf8)),
                                           created: time, modified: time)
-                state.generation += 1
-                return SecretSearchResult(unlocked: [], locked: [])
+                state.changes += 1
+                return answer
             }
             let paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
                 .keys.sorted()
-            return state.collectionLocked ? SecretSearchResult(unlocked: [], locked: paths)
-                                          : SecretSearchResult(unlocked: paths, locked: [])
+            return state.collectionLocked ? SecretSearchResult(unlocked: [], locked: paths, changeToken: token(state))
+                                          : SecretSearchResult(unlocked: paths, locked: [], changeToken: token(state))
         }
     }
 
-    func itemInfo(_ path: String) async throws -> SecretItemInfo {
+    func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult {
+        let found = try await searchItems(matching: attributes, in: collection)
+        guard !found.locked.isEmpty || state.withLock({ $0.collectionLocked }) else { return found }
+        try state.withLock { state throws(SecretServiceError) in try unlockIfLocked(&state, "find items") }
+        return SecretSearchResult(unlocked: found.all, locked: [], changeToken: state.withLock { token($0) })
+    }
+
+    func itemInfo(_ path: ItemPath) async throws(SecretServiceError) -> SecretItemInfo {
         try check("info")
-        return try state.withLock { state in
+        return try state.withLock { state throws(SecretServiceError) in
             guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read item", message: "gone") }
-            return SecretItemInfo(path: path, collectionPath: collectionPath, label: item.label, attributes: item.attributes,
+            return SecretItemInfo(path: path, label: item.label, attributes: item.attributes,
                                   created: item.created, modified: item.modified, isLocked: state.collectionLocked)
         }
     }
 
-    func secret(of path: String) async throws -> SecretValue {
+    func secret(of path: ItemPath) async throws(SecretServiceError) -> SecretRead {
         try check("secret")
-        return try state.withLock { state in
+        return try state.withLock { state throws(SecretServiceError) in
             guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read secret", message: "gone") }
-            if state.collectionLocked {
-                guard state.lockedAnswersEmpty else { throw SecretServiceError(.locked, operation: "read secret", message: "locked") }
-                return SecretValue(bytes: Data(), contentType: "text/plain")
-            }
+            try unlockIfLocked(&state, "read secret")
             state.reads += 1
-            return item.secret
+            return SecretRead(value: item.secret, changeToken: token(state))
         }
     }
 
-    func setSecret(_ value: SecretValue, of path: String) async throws {
+    func setSecret(_ value: SecretValue, of path: ItemPath) async throws(SecretServiceError) -> ChangeToken {
         try check("setSecret")
-        try state.withLock { state in
-            if state.collectionLocked && !state.lockedAnswersEmpty {
-                throw SecretServiceError(.locked, operation: "write secret", message: "locked")
-            }
+        return try state.withLock { state throws(SecretServiceError) in
+            try unlockIfLocked(&state, "write secret")
             guard state.items[path] != nil else { throw SecretServiceError(.itemNotFound, operation: "write secret", message: "gone") }
             state.items[path]!.secret = value
             state.items[path]!.modified = tick(&state)
             state.writes.append("setSecret \(path)")
+            return token(state)
         }
     }
 
-    func updateItem(_ path: String, label: String?, attributes: [String: String]?) async throws {
+    func updateItem(_ path: ItemPath, label: String?, attributes: [String: String]?) async throws(SecretServiceError) {
         try check("update")
-        try state.withLock { state in
+        try state.withLock { state throws(SecretServiceError) in
             if let attributes, !state.refusedAttributes.isDisjoint(with: attributes.keys) {
-                throw SecretServiceError(.providerError, operation: "update item", message: "InvalidArgs",
+                throw SecretServiceError(.providerError, operation: "update item", message: "refused",
                                          dbusErrorName: "org.freedesktop.DBus.Error.InvalidArgs")
             }
             if let label { state.items[path]?.label = label }
@@ -140,57 +165,37 @@ final class FakeSecretService: SecretServiceBackend {
     }
 
     func createItem(in collection: CollectionReference, label: String, attributes: [String: String],
-                    secret: SecretValue, replacing: Bool) async throws -> String {
+                    secret: SecretValue, replacing: Bool) async throws(SecretServiceError) -> CreatedItem {
         try check("create")
-        return try state.withLock { state in
+        return try state.withLock { state throws(SecretServiceError) in
             state.createReplacing.append(replacing)
-            if state.collectionLocked {
-                guard state.promptsUnlock else { throw SecretServiceError(.locked, operation: "create", message: "locked") }
-                state.collectionLocked = false
-            }
-            let path = "\(collectionPath)/\(state.nextNumber)"
-            state.nextNumber += 1
+            try unlockIfLocked(&state, "create item")
+            let path = newPath(&state)
             let time = tick(&state)
             state.items[path] = Item(label: label, attributes: attributes, secret: secret, created: time, modified: time)
             state.writes.append("create \(path)")
-            state.generation += 1
+            state.changes += 1
             if let theirs = state.concurrentCreator {
                 state.concurrentCreator = nil
-                let other = "\(collectionPath)/\(state.nextNumber)"
-                state.nextNumber += 1
+                let other = newPath(&state)
                 let later = time.addingTimeInterval(5)
                 state.items[other] = Item(label: "theirs", attributes: theirs, secret: SecretValue(bytes: Data(#""theirs""#.utf8)),
                                           created: later, modified: later)
-                state.generation += 1
+                state.changes += 1
             }
-            return path
+            return CreatedItem(path: path, changeToken: token(state))
         }
     }
 
-    func deleteItem(_ path: String) async throws {
+    func deleteItem(_ path: ItemPath) async throws(SecretServiceError) -> ChangeToken {
         try check("delete")
-        try state.withLock { state in
-            if state.collectionLocked && !state.lockedAnswersEmpty {
-                throw SecretServiceError(.locked, operation: "delete item", message: "locked")
+        return try state.withLock { state throws(SecretServiceError) in
+            try unlockIfLocked(&state, "delete item")
+            if state.items.removeValue(forKey: path) != nil {
+                state.writes.append("delete \(path)")
+                state.changes += 1
             }
-            state.items[path] = nil
-            state.writes.append("delete \(path)")
-            state.generation += 1
-        }
-    }
-
-    func collectionInfo(_ collection: CollectionReference) async throws -> SecretCollectionInfo {
-        try check("collection")
-        return state.withLock { SecretCollectionInfo(path: collectionPath, label: "Login", isLocked: $0.collectionLocked) }
-    }
-
-    func unlock(_ paths: [String]) async throws {
-        try check("unlock")
-        try state.withLock { state in
-            guard state.promptsUnlock else {
-                throw SecretServiceError(.locked, operation: "unlock", message: "locked and prompts are disabled")
-            }
-            state.collectionLocked = false
+            return token(state)
         }
     }
 }

@@ -17,7 +17,7 @@ struct Token: Codable, Sendable, Equatable {
 private let token = Token(accessToken: "eyJhbGciOiJSUzI1NiJ9.PLAINTEXT-ACCESS-TOKEN", refreshToken: "PLAINTEXT-REFRESH")
 private let keySchema = ["xdg:schema": "com.pingidentity.PingStorage.SecuredKey"]
 
-private func keyItems(_ fake: FakeSecretService) -> [String: FakeSecretService.Item] {
+private func keyItems(_ fake: FakeSecretService) -> [ItemPath: FakeSecretService.Item] {
     fake.items.filter { $0.value.attributes["xdg:schema"] == "com.pingidentity.PingStorage.SecuredKey" }
 }
 

@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+@testable import SecretService
+
+@Suite("Error translation: once, at the C boundary")
+struct ErrorTranslationTests {
+    private func code(_ error: CapturedError, phase: CallPhase = .call) -> SecretServiceError.Code {
+        SecretServiceError.translating(error, operation: "op", phase: phase).code
+    }
+    private func remote(_ name: String, _ message: String = "message") -> CapturedError { .remote(name: name, message: message) }
+    private func local(_ domain: CapturedError.Domain, _ code: Int32, _ message: String = "m") -> CapturedError {
+        CapturedError(domain: domain, code: code, message: message, remoteName: nil, domainName: "test-quark")
+    }
+
+    @Test func serviceUnknownMeansNoProviderWhileFindingItAndGoneLater() {
+        #expect(code(remote("org.freedesktop.DBus.Error.ServiceUnknown"), phase: .findingProvider) == .noSecretService)
+        #expect(code(remote("org.freedesktop.DBus.Error.NameHasNoOwner"), phase: .findingProvider) == .noSecretService)
+        #expect(code(remote("org.freedesktop.DBus.Error.ServiceUnknown")) == .disconnected)
+        #expect(code(remote("org.freedesktop.DBus.Error.ServiceUnknown"), phase: .openingSession) == .disconnected)
+        #expect(code(remote("org.freedesktop.Secret.Error.NoSession")) == .disconnected)
+    }
+
+    @Test func aForgottenSessionIsRecognisedWithoutItsDBusName() {
+        // libsecret strips the D-Bus name from what it passes on.
+        #expect(code(local(.io, 36, "The session does not exist")) == .disconnected)
+        #expect(code(local(.io, 36, "The session wrapping the secret does not exist")) == .disconnected)
+        #expect(code(local(.io, 36, "Can't find session")) == .disconnected)
+        #expect(code(local(.io, 36, "The item does not exist")) == .providerError)
+    }
+
+    @Test func remoteNamesMapToTheirCodes() {
+        #expect(code(remote("org.freedesktop.Secret.Error.IsLocked")) == .locked)
+        #expect(code(remote("org.freedesktop.Secret.Error.NoSuchObject")) == .itemNotFound)
+        #expect(code(remote("org.freedesktop.DBus.Error.UnknownObject")) == .itemNotFound)
+        #expect(code(remote("org.freedesktop.DBus.Error.UnknownMethod")) == .itemNotFound)
+        #expect(code(remote("org.freedesktop.DBus.Error.NoReply")) == .timedOut)
+        #expect(code(remote("org.freedesktop.DBus.Error.NoReply", "Message recipient disconnected from message bus without replying"))
+                == .disconnected)
+        #expect(code(remote("org.example.Whatever")) == .providerError)
+        let translated = SecretServiceError.translating(remote("org.example.Whatever", "nope"), operation: "op", phase: .call)
+        #expect(translated.dbusErrorName == "org.example.Whatever")
+        #expect(translated.detail?.contains("nope") == true, "the provider's text is kept for developers")
+        #expect(!translated.message.contains("org.example"), "and kept out of the user's message")
+    }
+
+    @Test func libsecretAndGioDomainsMapToTheirCodes() {
+        #expect(code(local(.secret, 2)) == .locked)
+        #expect(code(local(.secret, 3)) == .itemNotFound)
+        #expect(code(local(.io, 24)) == .timedOut)
+        #expect(code(local(.io, 18)) == .disconnected)
+        #expect(code(local(.io, 19)) == .cancelled)
+        #expect(code(local(.other, 7)) == .providerError)
+    }
+
+    @Test func userTextHasNoPathsAndDetailHasThem() {
+        let error = SecretServiceError.itemNotFound("read secret", detail: "/org/freedesktop/secrets/collection/login/7")
+        #expect(!error.message.contains("/org/freedesktop"))
+        #expect(error.detail?.contains("/org/freedesktop/secrets/collection/login/7") == true)
+        #expect(error.debugDescription.contains("/org/freedesktop/secrets/collection/login/7"))
+        #expect(error.errorDescription == error.message)
+        #expect(error.failureReason == error.message)
+    }
+
+    @Test func messagesNameEveryDesktopsKeyringAndNoHarness() {
+        let locked = SecretServiceError.locked("read", promptsAllowed: false, detail: nil)
+        for text in [locked.recovery ?? "", SecretServiceError.noSecretService("x", detail: nil).recovery ?? ""] {
+            #expect(text.contains("KWallet"))
+            #expect(!text.contains("dbus-test"))
+            #expect(!text.contains("Ping"))
+        }
+        #expect(locked.recovery?.contains("Passwords and Keys") == true)
+        #expect(locked.recovery?.contains("KeePassXC") == true)
+    }
+}
+
+@Suite("Values, paths and tokens")
+struct ValueTests {
+    @Test func contentTypeFollowsTheBytesWithoutCopyingThem() {
+        #expect(SecretValue(bytes: Data("{\"a\":1}".utf8)).contentType == "text/plain")
+        #expect(SecretValue(bytes: Data()).contentType == "text/plain")
+        #expect(SecretValue(bytes: Data("héllo €𝄞".utf8)).contentType == "text/plain")
+        #expect(SecretValue(bytes: Data([0x61, 0x00, 0x62])).contentType == "application/octet-stream")
+        #expect(SecretValue(bytes: Data([0xFF, 0xFE])).contentType == "application/octet-stream")
+        #expect(SecretValue(bytes: Data([0xC0, 0x80])).contentType == "application/octet-stream", "overlong NUL")
+        #expect(SecretValue(bytes: Data([0xED, 0xA0, 0x80])).contentType == "application/octet-stream", "surrogate")
+        #expect(SecretValue(bytes: Data([0xF4, 0x90, 0x80, 0x80])).contentType == "application/octet-stream", "above U+10FFFF")
+        #expect(SecretValue(bytes: Data([0xE2, 0x82])).contentType == "application/octet-stream", "cut short")
+        #expect(SecretValue(bytes: Data("x".utf8), contentType: "application/json").contentType == "application/json")
+    }
+
+    @Test func utf8ValidationAgreesWithTheStandardLibraryOnRandomBytes() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let bytes = (0..<Int.random(in: 0...8, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let expected = !bytes.contains(0) && String(validating: bytes, as: UTF8.self) != nil
+            #expect(bytes.withUnsafeBytes { SecretValue.isTextWithoutNUL($0) } == expected, "\(bytes)")
+        }
+    }
+
+    @Test func malformedObjectPathsAreRefusedWhenMade() {
+        for bad in ["", "relative", "/trailing/", "//double", "/a//b", "/with space", "/dash-ed", "/ümlaut", "/a/"] {
+            #expect(throws: SecretServiceError.self) { try ObjectPath(bad) }
+            do { _ = try ObjectPath(bad) } catch { #expect(error.code == .invalidArgument) }
+        }
+        for good in ["/", "/org/freedesktop/secrets", "/org/freedesktop/secrets/collection/login/7", "/_a/B_9"] {
+            #expect((try? ObjectPath(good))?.rawValue == good)
+        }
+        #expect(throws: SecretServiceError.self) { try ItemPath("/") }
+        #expect(throws: SecretServiceError.self) { try ItemPath("/top") }
+        #expect(throws: SecretServiceError.self) { try ItemPath("not a path") }
+        let item = try? ItemPath("/org/freedesktop/secrets/collection/login/7")
+        #expect(item?.collection.rawValue == "/org/freedesktop/secrets/collection/login")
+    }
+
+    @Test func collectionReferencesParseAndDescribeThemselves() throws {
+        #expect(try CollectionReference(parsing: "default") == .default)
+        #expect(try CollectionReference(parsing: "session") == .session)
+        #expect(try CollectionReference(parsing: "kdewallet") == .alias("kdewallet"))
+        #expect(try CollectionReference(parsing: "/org/freedesktop/secrets/collection/x")
+                == .path(ObjectPath("/org/freedesktop/secrets/collection/x")))
+        #expect(throws: SecretServiceError.self) { try CollectionReference(parsing: "/bad path") }
+        #expect(throws: SecretServiceError.self) { try CollectionReference(parsing: "") }
+        #expect(CollectionReference.default.description == "the default collection")
+        #expect(CollectionReference.session.aliasName == "session")
+    }
+
+    @Test func changeTokensCountChangesOnOneConnectionOnly() {
+        let a = ChangeToken(connection: 7, count: 3)
+        #expect(ChangeToken(connection: 7, count: 5).changes(since: a) == 2)
+        #expect(ChangeToken(connection: 7, count: 3).isUnchanged(since: a))
+        #expect(ChangeToken(connection: 8, count: 3).changes(since: a) == nil, "another connection: anything may have changed")
+        #expect(!ChangeToken(connection: 8, count: 3).isUnchanged(since: a))
+    }
+
+    @Test func durationsReadNaturally() {
+        #expect(Duration.milliseconds(250).secondsText == "250 ms")
+        #expect(Duration.seconds(25).secondsText == "25 s")
+        #expect(Duration.milliseconds(2500).secondsText == "2.5 s")
+        #expect(Duration.seconds(Int64.max).secondsText.hasSuffix("days"))
+    }
+
+    @Test func providerNamesComeFromTheExecutable() {
+        func name(_ executable: String?) -> String {
+            SecretServiceProvider(uniqueName: ":1.1", processID: 1, userID: 0, executable: executable,
+                                  transportAlgorithm: "plain", clientName: ":1.2").displayName
+        }
+        #expect(name("/usr/bin/gnome-keyring-daemon") == "GNOME Keyring")
+        #expect(name("/usr/bin/kwalletd5") == "KWallet")
+        #expect(name("/usr/bin/keepassxc") == "KeePassXC")
+        #expect(name("/opt/x/other-keyring") == "other-keyring")
+        #expect(name(nil) == "unknown")
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import Testing
+@testable import SecretService
+
+/// The one waiter, its deadlines and its cancellation, on the real loop thread, without D-Bus.
+@Suite("OneShot: deadlines, cancellation, exactly once")
+struct WaiterTests {
+    @Test func aWaitThatNeverEndsEndsAtItsDeadline() async {
+        let started = ContinuousClock.now
+        let result = await OneShot<Int>(operation: "never", deadline: Deadline(timeout: .milliseconds(200))).wait()
+        guard case .failure(let error) = result else { Issue.record("expected a timeout"); return }
+        #expect(error.code == .timedOut)
+        #expect(error.message.contains("200 ms"))
+        // Never early; "late" is only guarded against a hang (the machine may be busy).
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(190) && elapsed < .seconds(30))
+    }
+
+    @Test func aResultBeforeTheDeadlineIsReturned() async throws {
+        let value = try await OneShot<Int>(operation: "quick", deadline: Deadline(timeout: .seconds(5))).value { $0.finish(.success(42)) }
+        #expect(value == 42)
+    }
+
+    @Test func lateResultsAreDroppedAndEndHooksRunOnce() async {
+        let ends = Counter()
+        let waiter = OneShot<Int>(operation: "late", deadline: Deadline(timeout: .milliseconds(50)))
+        waiter.onEnd { _ in ends.increment() }
+        _ = await waiter.wait()
+        #expect(waiter.finish(.success(1)) == false, "the wait already ended")
+        #expect(waiter.hasEnded)
+        #expect(ends.value == 1)
+    }
+
+    @Test func cancellationEndsTheWaitOnTheLoopThreadAtOnce() async {
+        let endedOnLoop = Counter()
+        let waiter = OneShot<Int>(operation: "cancel", deadline: Deadline(timeout: .seconds(30)))
+        waiter.onEnd { _ in if LoopThread.shared.isCurrent { endedOnLoop.increment() } }
+        let task = Task { await waiter.wait() }
+        try? await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        task.cancel()
+        guard case .failure(let error) = await task.value else { Issue.record("expected cancellation"); return }
+        #expect(error.code == .cancelled)
+        #expect(ContinuousClock.now - started < .seconds(20), "at once, not at the 30 s deadline")
+        #expect(endedOnLoop.value == 1, "undoing a cancelled call (a prompt's Dismiss) happens on the loop thread")
+    }
+
+    @Test func anAlreadyCancelledTaskNeverStartsItsCall() async {
+        let started = Counter()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await OneShot<Int>(operation: "pre-cancelled", deadline: Deadline(timeout: .seconds(30))).wait { _ in
+                started.increment()
+            }
+        }
+        guard case .failure(let error) = await task.value else { Issue.record("expected cancellation"); return }
+        #expect(error.code == .cancelled)
+        try? await Task.sleep(for: .milliseconds(50))
+        #expect(started.value == 0)
+    }
+
+    @Test func thousandsOfConcurrentWaitsEachEndExactlyOnce() async throws {
+        let waiters = (0..<5000).map { _ in OneShot<Int>(operation: "many", deadline: Deadline(timeout: .seconds(60))) }
+        let total = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (index, waiter) in waiters.enumerated() {
+                group.addTask {
+                    try await waiter.value { waiter in LoopThread.shared.perform { waiter.finish(.success(index)) } }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(total == (0..<5000).reduce(0, +))
+        #expect(!waiters.contains { LoopThread.shared.deadlines.contains($0) }, "ended waits leave no deadline behind")
+    }
+
+    @Test func anEnormousTimeoutNeitherTrapsNorExpires() async throws {
+        #expect(LoopThread.milliseconds(.seconds(Int64.max)) == UInt32.max)
+        #expect(LoopThread.milliseconds(.seconds(-5)) == 0)
+        #expect(LoopThread.milliseconds(.nanoseconds(1)) == 1, "rounded up, never early")
+        let deadline = Deadline(timeout: .seconds(Int64.max))
+        #expect(deadline.remaining != nil)
+        let value = try await OneShot<Int>(operation: "forever", deadline: deadline).value { waiter in
+            LoopThread.shared.perform { waiter.finish(.success(7)) }
+        }
+        #expect(value == 7)
+    }
+
+    @Test func theLoopThreadHasAShortName() throws {
+        LoopThread.shared.perform {}
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
+        }
+        #expect(names.contains("secret-service"), "\(names)")
+    }
+}
+
+@Suite("SharedWork: one run, each joiner with its own deadline")
+struct SharedWorkTests {
+    /// Work that takes `duration`, or fails with `.timedOut` when `deadline` comes first.
+    static func slowWork(_ duration: Duration, runs: Counter) -> @Sendable (Deadline) async throws(SecretServiceError) -> Int {
+        { deadline throws(SecretServiceError) in
+            runs.increment()
+            let waiter = OneShot<Int>(operation: "open", deadline: deadline)
+            return try await waiter.value { waiter in
+                LoopThread.shared.afterDelay(duration) { waiter.finish(.success(runs.value)) }
+            }
+        }
+    }
+
+    @Test func aJoinerOutlivesTheFirstCallersShorterDeadline() async throws {
+        let shared = SharedWork<Int>()
+        let runs = Counter()
+        let work = Self.slowWork(.milliseconds(400), runs: runs)
+        async let first = shared.value(operation: "open", deadline: Deadline(timeout: .milliseconds(150)), work)
+        try await Task.sleep(for: .milliseconds(20))
+        async let second = shared.value(operation: "open", deadline: Deadline(timeout: .seconds(5)), work)
+        do {
+            _ = try await first
+            Issue.record("the first caller's own deadline should have ended its wait")
+        } catch let error as SecretServiceError {
+            #expect(error.code == .timedOut)
+        }
+        #expect(try await second >= 1, "the second caller gets a result within its own deadline")
+    }
+
+    @Test func aCancelledJoinerLeavesTheOthersWaiting() async throws {
+        let shared = SharedWork<Int>()
+        let runs = Counter()
+        let work = Self.slowWork(.milliseconds(300), runs: runs)
+        let cancelled = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(5)), work) }
+        try await Task.sleep(for: .milliseconds(20))
+        let other = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(5)), work) }
+        try await Task.sleep(for: .milliseconds(20))
+        let started = ContinuousClock.now
+        cancelled.cancel()
+        await #expect(throws: SecretServiceError.self) { _ = try await cancelled.value }
+        #expect(ContinuousClock.now - started < .milliseconds(200), "the cancelled caller leaves at once")
+        #expect(try await other.value == 1, "the other caller gets the one run's result")
+        #expect(runs.value == 1)
+    }
+}
+
+final class Counter: @unchecked Sendable {
+    // @unchecked Sendable: the count is only touched under the lock.
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
