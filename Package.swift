@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "PingStorage", targets: ["PingStorage"]),
         .library(name: "SecretService", targets: ["SecretService"]),
+        .library(name: "PingLogger", targets: ["PingLogger"]),
         .executable(name: "pingstorage-demo", targets: ["pingstorage-demo"]),
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
@@ -31,6 +32,8 @@ let package = Package(
         .target(name: "SecretService", dependencies: ["CLibSecret"]),
         // Layer 3: the iOS-compatible Storage API.
         .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto"]),
+        // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
+        .target(name: "PingLogger"),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
