@@ -50,6 +50,7 @@ let package = Package(
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
+        .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring"]
