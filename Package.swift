@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .library(name: "PingStorage", targets: ["PingStorage"]),
         .library(name: "SecretService", targets: ["SecretService"]),
+        .library(name: "PingLogger", targets: ["PingLogger"]),
         .executable(name: "pingstorage-demo", targets: ["pingstorage-demo"]),
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
@@ -31,7 +32,9 @@ let package = Package(
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
         .target(name: "SecretService", dependencies: ["CLibSecret", "CGcrypt", "Locking"]),
         // Layer 3: the iOS-compatible Storage API.
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "Locking"]),
+        // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
+        .target(name: "PingLogger"),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "Locking", "PingLogger"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
@@ -49,6 +52,7 @@ let package = Package(
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "Locking"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
+        .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]

@@ -1,0 +1,77 @@
+/// The logger behind ``LogManager/standard``: writes every level to the systemd journal when there
+/// is one, otherwise to standard error (see the notes at the top of `Logger.swift`).
+///
+/// All `StandardLogger`s of the process share one journal connection, so creating them is cheap.
+/// A message with an error gets `", Error: <description of the error>"` appended, as on iOS.
+///
+/// Thread-safety: safe from any thread or task at the same time. Logging never blocks on the
+/// journal; a line to standard error is one `write(2)`.
+///
+/// `@unchecked Sendable` because the class is not `final` (``WarningLogger`` inherits from it, as
+/// on iOS) and the compiler does not check non-final classes. It is safe: the only stored property
+/// is a `let` of a `Sendable` type, the class is not `open` so no other module can subclass it, and
+/// its one subclass adds no stored property.
+public class StandardLogger: Logger, @unchecked Sendable {
+    /// Where the messages go.
+    let destination: LogDestination
+
+    /// Creates a logger that writes to the process's shared journal-or-stderr destination.
+    ///
+    /// (The iOS initializer takes an optional `OSLog`, which does not exist on Linux.)
+    public convenience init() {
+        self.init(destination: .standard)
+    }
+
+    /// Creates a logger that writes to `destination` (tests use their own socket or pipe).
+    package init(destination: LogDestination) {
+        self.destination = destination
+    }
+
+    /// Logs a debug message (journal priority 7, `DEBUG` on standard error).
+    public func d(_ message: String) {
+        destination.write(.debug, message)
+    }
+
+    /// Logs an informational message (journal priority 6, `INFO` on standard error).
+    public func i(_ message: String) {
+        destination.write(.info, message)
+    }
+
+    /// Logs a warning and the error, if any (journal priority 4, `WARNING` on standard error).
+    public func w(_ message: String, error: (any Error)?) {
+        destination.write(.warning, Self.text(message, error))
+    }
+
+    /// Logs an error message and the error, if any (journal priority 3, `ERROR` on standard error).
+    public func e(_ message: String, error: (any Error)?) {
+        destination.write(.error, Self.text(message, error))
+    }
+
+    /// `message`, then `", Error: "` and the error's description when there is an error.
+    static func text(_ message: String, _ error: (any Error)?) -> String {
+        guard let error else { return message }
+        return message + ", Error: " + String(describing: error)
+    }
+}
+
+/// The logger behind ``LogManager/warning``: a ``StandardLogger`` that drops debug and
+/// informational messages and logs only warnings and errors.
+///
+/// Thread-safety: as ``StandardLogger``; this subclass adds no state.
+public final class WarningLogger: StandardLogger, @unchecked Sendable {
+    /// Drops the message: this logger logs only warnings and errors.
+    public override func d(_ message: String) {}
+
+    /// Drops the message: this logger logs only warnings and errors.
+    public override func i(_ message: String) {}
+}
+
+extension LogManager {
+    /// A new ``StandardLogger``: every level, to the systemd journal or else standard error.
+    /// Thread-safety: safe from any thread; all standard loggers share one journal connection.
+    public static var standard: any Logger { StandardLogger() }
+
+    /// A new ``WarningLogger``: warnings and errors only, to the systemd journal or else standard
+    /// error. Thread-safety: safe from any thread.
+    public static var warning: any Logger { WarningLogger() }
+}
