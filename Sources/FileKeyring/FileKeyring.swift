@@ -84,8 +84,11 @@ public final class FileKeyring: Sendable {
     ///
     /// An absent file starts as an empty keyring with libsecret's defaults (a fresh 32-byte salt,
     /// 100000 iterations) and is created. Items `body` leaves unchanged are written back byte for
-    /// byte; changed and new ones are encrypted afresh. `body` throws (for instance
-    /// ``FileKeyringError/aborted(_:)``) to abandon the transaction: nothing is written.
+    /// byte; changed and new ones are encrypted afresh, and a changed item whose ``FileKeyringItem/modified``
+    /// was left as it was read gets the current time. `body` throws (for instance
+    /// ``FileKeyringError/aborted(_:)``) to abandon the transaction: nothing is written. `body`
+    /// must not start another transaction on the same file (it would wait for its own lock and
+    /// end in ``FileKeyringError/Code/lockTimeout``).
     ///
     /// Throws ``FileKeyringError/Code/lockTimeout`` after ``lockTimeout``, anything ``items()``
     /// throws (then nothing is written), ``FileKeyringError/Code/invalidItem`` for an item with a
@@ -112,16 +115,19 @@ public final class FileKeyring: Sendable {
         let key = try key(for: file)
         var records: [EncryptedRecord] = []
         records.reserveCapacity(items.count)
-        for (index, item) in items.enumerated() {
+        let now = FileKeyringItem.now()
+        for (index, var item) in items.enumerated() {
             if item.isUnchanged, let origin = item.origin {
                 records.append(origin.record)
                 continue
             }
+            // A changed item whose modification time the caller left alone was modified now.
+            if let origin = item.origin, item.modified == origin.modified { item.modified = max(now, origin.modified) }
             try item.validate(index: index)
             records.append(try encrypt(item, key: key))
         }
         file.records = records
-        file.modified = FileKeyringItem.now()
+        file.modified = now
         file.usageCount &+= 1
         try POSIX.replaceFile(path, with: file.serialized())
         return result

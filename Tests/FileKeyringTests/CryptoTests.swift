@@ -84,6 +84,19 @@ import Testing
                 #expect(try key.open(bad, path: "t") == nil)
             }
         }
+        // A good MAC over bad PKCS#7 padding (a buggy writer): corrupt, not a wrong secret.
+        for lastByte: UInt8 in [0, 17, 2] {
+            let block = SecureBuffer(copying: [UInt8](repeating: 5, count: 15) + [lastByte])
+            let iv = [UInt8](repeating: 9, count: 16)
+            let cipher = try Gcrypt.cipherOpen()
+            try Gcrypt.cipherSetKey(cipher, key.bytes)
+            try Gcrypt.cipherSetIV(cipher, iv)
+            try Gcrypt.cipherEncrypt(cipher, inPlace: block)
+            var blob = block.withSpan { span in (0..<span.count).map { span[$0] } } + iv
+            blob += try key.mac(blob, 0..<blob.count)
+            let error = #expect(throws: FileKeyringError.self) { try key.open(blob, path: "t") }
+            #expect(error?.code == .corruptFile)
+        }
         let other = try KeyringKey(master: FileKeyringSecret(utf8: "other"), salt: [1, 2, 3], iterations: 10)
         #expect(try other.open(try key.seal(SecureBuffer(copying: [1, 2, 3])), path: "t") == nil)
     }

@@ -89,13 +89,19 @@ import Testing
     func unchangedRecordsKept() throws {
         defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
-        try keyring.modify { items in items = [item("a", "1"), item("b", "2")] }
+        var old = item("b", "2")
+        old.modified = 1
+        try keyring.modify { items in items = [item("a", "1"), old] }
         let before = try KeyringFile(parsing: readBytes(path), path: path)
         try keyring.modify { items in items[1].label = "b2" }
         let after = try KeyringFile(parsing: readBytes(path), path: path)
         #expect(after.records[0] == before.records[0])
         #expect(after.records[1].blob != before.records[1].blob)
         #expect(after.salt == before.salt && after.usageCount == before.usageCount + 1)
+        let changed = try keyring.items()[1]
+        #expect(changed.label == "b2")
+        #expect(changed.modified > 1)
+        #expect(changed.created == old.created)
     }
 
     @Test("a body that throws writes nothing")
