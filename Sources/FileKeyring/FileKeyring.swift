@@ -117,7 +117,7 @@ public final class FileKeyring: Sendable {
         records.reserveCapacity(items.count)
         let now = FileKeyringItem.now()
         for (index, var item) in items.enumerated() {
-            if item.isUnchanged, let origin = item.origin {
+            if item.isUnchanged(under: key), let origin = item.origin {
                 records.append(origin.record)
                 continue
             }
@@ -196,7 +196,7 @@ public final class FileKeyring: Sendable {
             }
             try checkHashedAttributes(record, item, key: key, index: index)
             item.origin = .init(
-                record: record, label: item.label, attributes: item.attributes, secret: item.secret,
+                key: key, record: record, label: item.label, attributes: item.attributes, secret: item.secret,
                 created: item.created, modified: item.modified)
             items.append(item)
         }

@@ -66,15 +66,18 @@ public struct FileKeyringItem: Sendable, Equatable {
         UInt64(max(0, time(nil)))
     }
 
-    /// Whether the item still has the values it was read with (so its record can be kept).
-    var isUnchanged: Bool {
-        guard let origin else { return false }
+    /// Whether the item still has the values it was read with under `key`, so its record can be
+    /// kept (an item read from another keyring, or under another key, is encrypted afresh).
+    func isUnchanged(under key: KeyringKey) -> Bool {
+        guard let origin, origin.key === key || origin.key.bytes.constantTimeEquals(key.bytes) else { return false }
         return label == origin.label && attributes == origin.attributes && created == origin.created
             && modified == origin.modified && secret == origin.secret
     }
 
     /// Where an item came from.
     struct Origin: Sendable {
+        /// The key the record was decrypted with.
+        let key: KeyringKey
         let record: EncryptedRecord
         let label: String
         let attributes: [String: String]

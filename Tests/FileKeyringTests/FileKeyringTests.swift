@@ -104,6 +104,22 @@ import Testing
         #expect(changed.created == old.created)
     }
 
+    @Test("items read from one keyring and written to another are encrypted with the other's key")
+    func copyBetweenKeyrings() throws {
+        defer { directory.cleanUp() }
+        let source = try makeKeyring(path)
+        try source.modify { items in items = [item("a", "1"), item("b", "2")] }
+        let copied = try source.items()
+        let otherPath = directory.path("other.keyring")
+        let otherPassword = try makeKeyring(otherPath, password: "another secret")
+        try otherPassword.modify { items in items = copied }
+        #expect(try otherPassword.items() == copied)
+        // Same secret, different file (so a different salt): re-encrypted too.
+        let samePassword = try makeKeyring(directory.path("third.keyring"))
+        try samePassword.modify { items in items = copied }
+        #expect(try samePassword.items() == copied)
+    }
+
     @Test("a body that throws writes nothing")
     func abortedTransaction() throws {
         defer { directory.cleanUp() }
