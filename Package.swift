@@ -48,11 +48,17 @@ let package = Package(
         // The command-line tool: a small library of testable pieces and a thin executable.
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
+        // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
+        // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.
+        .target(name: "FileKeyring", dependencies: ["CGcrypt", "Locking"], exclude: ["FORMAT.md"]),
+        // A second process for FileKeyringTests (two writers at once, a held lock).
+        .executableTarget(name: "file-keyring-probe", dependencies: ["FileKeyring"]),
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "Locking"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger"]),
+        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CLibSecret", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]

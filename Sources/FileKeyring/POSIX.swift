@@ -1,0 +1,141 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+// The thin layer over the system calls this module makes: whole-file reads, atomic replacement,
+// directory creation and `flock`. Every failure becomes a `FileKeyringError` with the errno.
+
+enum POSIX {
+    /// Files larger than this are not keyrings (a keyring of 10000 items is a few MiB).
+    static let maximumFileSize = 256 << 20
+
+    /// The whole file, or nil when it does not exist.
+    static func readFile(_ path: String) throws(FileKeyringError) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            let error = errno
+            if error == ENOENT { return nil }
+            throw failure("open the keyring file for reading", path, error)
+        }
+        defer { close(fd) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw failure("read the keyring file", path, errno)
+            }
+            if count == 0 { return contents }
+            contents += chunk[0..<count]
+            if contents.count > maximumFileSize {
+                throw .corrupt("it is larger than \(maximumFileSize >> 20) MiB", path: path)
+            }
+        }
+    }
+
+    /// Replaces `path` with `bytes` atomically: a temporary file in the same directory (mode
+    /// 0600), written, fsync'ed, renamed over `path`, then the directory fsync'ed. A reader opening
+    /// `path` sees the old file or the new one, never a mixture. On failure `path` is untouched and
+    /// the temporary file is removed.
+    static func replaceFile(_ path: String, with bytes: [UInt8]) throws(FileKeyringError) {
+        let (directory, name) = split(path)
+        var temporary = ""
+        var fd: Int32 = -1
+        while fd < 0 {
+            let suffix = Gcrypt.randomBytes(6).map { String($0, radix: 16) }.joined()
+            temporary = "\(directory)/.\(name).\(suffix).tmp"
+            fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            if fd < 0 && errno != EEXIST && errno != EINTR {
+                throw failure("create a temporary file next to the keyring", temporary, errno)
+            }
+        }
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        do {
+            defer { close(fd) }
+            if fchmod(fd, 0o600) != 0 { throw failure("restrict the temporary keyring file to its owner", temporary, errno) }
+            var written = 0
+            while written < bytes.count {
+                let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    throw failure("write the temporary keyring file", temporary, errno)
+                }
+                written += count
+            }
+            if fsync(fd) != 0 { throw failure("flush the temporary keyring file to disk", temporary, errno) }
+        }
+        if rename(temporary, path) != 0 { throw failure("rename the temporary file over the keyring", path, errno) }
+        renamed = true
+        let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directoryFD >= 0 {
+            _ = fsync(directoryFD)  // best effort: the rename itself has happened
+            close(directoryFD)
+        }
+    }
+
+    /// Creates `directory` and its missing parents, mode 0700 (oo7 does the same).
+    static func makeDirectories(_ directory: String) throws(FileKeyringError) {
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw failure("create the keyring directory", prefix, errno)
+            }
+        }
+    }
+
+    /// Opens (creating, mode 0600) a lock file and returns its descriptor.
+    static func openLockFile(_ path: String) throws(FileKeyringError) -> Int32 {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        if fd < 0 { throw failure("open the keyring's lock file", path, errno) }
+        return fd
+    }
+
+    /// Tries `flock(fd, LOCK_EX | LOCK_NB)`: true when taken, false when another open file holds it.
+    static func tryLockExclusive(_ fd: Int32, path: String) throws(FileKeyringError) -> Bool {
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            let error = errno
+            if error == EINTR { continue }
+            if error == EWOULDBLOCK { return false }
+            throw failure("lock the keyring's lock file", path, error)
+        }
+    }
+
+    /// Closes a descriptor (releasing its `flock`).
+    static func closeDescriptor(_ fd: Int32) {
+        close(fd)
+    }
+
+    /// Sleeps for `duration` (interrupted sleeps just end early).
+    static func sleep(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        _ = nanosleep(&request, nil)
+    }
+
+    /// The value of an environment variable, when set and non-empty.
+    static func environment(_ name: String) -> String? {
+        guard let value = getenv(name) else { return nil }
+        let string = String(cString: value)
+        return string.isEmpty ? nil : string
+    }
+
+    /// (directory, last component) of a path; the directory of `name` alone is `.`.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    private static func failure(_ operation: String, _ path: String, _ error: Int32) -> FileKeyringError {
+        let reason = String(cString: strerror(error))
+        return FileKeyringError(
+            .io, "could not \(operation): \(reason); check that the directory exists and is writable by this user",
+            path: path, errno: error)
+    }
+}
