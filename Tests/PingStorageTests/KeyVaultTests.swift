@@ -1,0 +1,95 @@
+import Foundation
+import PingStorageCrypto
+import SecretService
+import Testing
+@testable import PingStorage
+
+private struct Note: Codable, Sendable, Equatable { var text: String }
+
+private func storage(_ fake: FakeSecretService, _ vault: KeyVault, account: String = "acct") -> KeychainStorage<Note> {
+    KeychainStorage<Note>(account: account, encryptor: SecuredKeyEncryptor(vault: vault)!, cacheStrategy: .NO_CACHE,
+                          configuration: KeychainConfiguration(), backend: fake)
+}
+
+private func keyItem(_ fake: FakeSecretService) throws -> (ItemPath, FakeSecretService.Item) {
+    let keys = fake.items.filter { $0.value.attributes["xdg:schema"] == KeyVault.schema }
+    try #require(keys.count == 1)
+    return (keys.first!.key, keys.first!.value)
+}
+
+/// The key id an item's envelope names.
+private func sealingKey(_ fake: FakeSecretService, account: String = "acct") throws -> KeyID {
+    let item = try #require(fake.items.values.first { $0.attributes["account"] == account })
+    return try Envelope.header(of: item.secret.bytes).keyID
+}
+
+@Suite("KeyVault: key check values, rewritten keys, one key for everyone")
+struct KeyVaultTests {
+    /// A restore or another tool rewrote the key item under the same id (no item created or
+    /// deleted, so no change is announced): the next save must not be sealed with the old bytes,
+    /// which no fresh process could open.
+    @Test func aKeyRewrittenUnderItsIdIsPickedUpBeforeASaveIsReportedDone() async throws {
+        let fake = FakeSecretService()
+        let running = KeyVault(backend: fake, collection: .default)
+        try await storage(fake, running).save(item: Note(text: "first"))
+        let (path, _) = try keyItem(fake)
+        let replacement = try SymmetricKey.generate()
+        fake.state.withLock { state in
+            state.items[path]!.secret = SecretValue(bytes: replacement.exportData(), contentType: "application/octet-stream")
+            state.items[path]!.attributes["key-check"] = replacement.checkValue
+        }
+        try await storage(fake, running).save(item: Note(text: "second"))
+
+        let fresh = KeyVault(backend: fake, collection: .default)
+        #expect(try await storage(fake, fresh).get() == Note(text: "second"), "a fresh process reads what was saved")
+    }
+
+    /// Bytes that do not match the key-check kept with them are never used: a wrong key would
+    /// seal data no one can open, or open nothing.
+    @Test func keyBytesThatDoNotMatchTheirCheckValueAreRefused() async throws {
+        let fake = FakeSecretService()
+        try await storage(fake, KeyVault(backend: fake, collection: .default)).save(item: Note(text: "kept"))
+        let (path, key) = try keyItem(fake)
+        #expect(key.attributes["key-check"]?.count == 16, "a check value is stored with every new key")
+        fake.state.withLock { $0.items[path]!.secret = SecretValue(bytes: Data(repeating: 7, count: 32)) }
+        let fresh = KeyVault(backend: fake, collection: .default)
+        for attempt in ["get", "save"] {
+            do {
+                if attempt == "get" { _ = try await storage(fake, fresh).get() } else {
+                    try await storage(fake, fresh).save(item: Note(text: "new"))
+                }
+                Issue.record("\(attempt) used key bytes that do not match their check value")
+            } catch let error as EncryptorError {
+                guard case .unsupportedFormat(let message) = error else {
+                    Issue.record("\(attempt): \(error)")
+                    continue
+                }
+                #expect(message.contains("key-check"), "\(message)")
+            }
+        }
+        #expect(fake.items[path]?.secret.bytes == Data(repeating: 7, count: 32), "the key item is left as it is")
+    }
+
+    /// A process that made its own key and then sees an older one (another process's, created in
+    /// the same moment) moves to the older one at its next encryption.
+    @Test func aProcessMovesToTheOldestKeyOnceItSeesIt() async throws {
+        let fake = FakeSecretService()
+        let vault = KeyVault(backend: fake, collection: .default)
+        try await storage(fake, vault).save(item: Note(text: "mine"))
+        let own = try sealingKey(fake)
+
+        let older = try SymmetricKey.generate(), olderID = try KeyID.generate()
+        fake.state.withLock { state in
+            let path = try! ItemPath("\(fake.collectionPath)/900")
+            state.items[path] = .init(label: KeyVault.label,
+                                      attributes: ["xdg:schema": KeyVault.schema, "key-id": olderID.hexString,
+                                                   "key-check": older.checkValue],
+                                      secret: SecretValue(bytes: older.exportData(), contentType: "application/octet-stream"),
+                                      created: Date(timeIntervalSince1970: 1_000), modified: Date(timeIntervalSince1970: 1_000))
+            state.changes += 1  // the ItemCreated the client would have counted
+        }
+        try await storage(fake, vault).save(item: Note(text: "again"))
+        #expect(try sealingKey(fake) == olderID, "moved from \(own) to the oldest key")
+        #expect(try await storage(fake, KeyVault(backend: fake, collection: .default)).get() == Note(text: "again"))
+    }
+}
