@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CLibSecret", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]
+            dependencies: ["PingStorage", "SecretService", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -150,6 +150,10 @@ final class BusConnection: Sendable {
     /// Whether the bus closed the connection (then every call fails at once).
     var isClosed: Bool { router.isClosed }
 
+    /// Whether GLib would raise SIGTERM in this process when the bus closes the connection
+    /// (GLib's shared session-bus connection does); always false for ours. For tests.
+    package var exitsOnClose: Bool { g_dbus_connection_get_exit_on_close(gdbus.opaque) != 0 }
+
     /// Sends `call` and waits for its reply.
     /// - Throws: the reply's error, translated for `phase`; `.timedOut` at `deadline`; `.cancelled`;
     ///   `.disconnected` when the connection closes or (for calls to the provider) the provider

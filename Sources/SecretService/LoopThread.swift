@@ -1,6 +1,9 @@
 internal import CLibSecret
 internal import CGcrypt
 import Locking
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The one thread of SecretService, and its one process-wide singleton: a GLib main loop on a
 /// private `GMainContext`.
@@ -36,6 +39,11 @@ final class LoopThread: Sendable {
         self.context = LoopBound(context)
         let started = LoopBound(context)
         startThread(named: "secret-service") {
+            // Signals are the application's business: this thread never takes one (whatever mask
+            // the thread that started it had), so the application's handlers run on its own threads.
+            var all = sigset_t()
+            sigfillset(&all)
+            pthread_sigmask(SIG_BLOCK, &all, nil)
             g_main_context_push_thread_default(started.value)
             let loop = g_main_loop_new(started.value, 0)
             g_main_loop_run(loop)

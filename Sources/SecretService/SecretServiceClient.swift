@@ -84,6 +84,10 @@ public final class SecretServiceClient: Sendable {
     /// The bus this client connects to.
     public var bus: BusAddress { link.bus }
 
+    /// Whether the open connection would make GLib raise SIGTERM when the bus closes (nil when
+    /// none is open). For tests.
+    package var connectionExitsOnClose: Bool? { link.connection?.exitsOnClose }
+
     /// The change token of the open connection now, without any D-Bus traffic; nil when no
     /// connection is open (then anything may have changed).
     public var currentChangeToken: ChangeToken? { link.connection.map { $0.router.token } }
