@@ -5,7 +5,7 @@ FROM swift:6.3.1-bookworm
 
 WORKDIR /src
 COPY dbus-test/ dbus-test/
-RUN dbus-test/install-deps && rm -rf /var/lib/apt/lists/*
+RUN dbus-test/install-deps build harness test-clients fake-service dbus-test/providers/gnome-keyring.needs && rm -rf /var/lib/apt/lists/*
 
 COPY . .
 RUN swift build --build-tests -Xswiftc -warnings-as-errors
