@@ -51,6 +51,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "keychain-probe", "ping-keyring"]
         ),
+        // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
+        .testTarget(name: "HarnessTests"),
     ],
     swiftLanguageModes: [.v6]
 )
