@@ -104,8 +104,10 @@ struct StubSystem {
         }
     }
 
-    /// Runs dbus-test/SCRIPT with ARGUMENTS in this pretend machine.
-    func run(_ script: String, _ arguments: [String], environment extra: [String: String] = [:]) throws -> Outcome {
+    /// Runs dbus-test/SCRIPT with ARGUMENTS in this pretend machine. It waits for the script's end
+    /// without blocking a thread: Swift Testing runs the other suites on the same two cooperative
+    /// threads, and a blocked one made a 200 ms deadline test of another suite take over 3 s.
+    func run(_ script: String, _ arguments: [String], environment extra: [String: String] = [:]) async throws -> Outcome {
         let process = Process()
         process.executableURL = repositoryRoot.appendingPathComponent("dbus-test/\(script)")
         process.arguments = arguments
@@ -129,8 +131,15 @@ struct StubSystem {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            process.terminationHandler = { _ in continuation.resume() }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
         return Outcome(status: process.terminationStatus,
                        stdout: try String(contentsOf: stdout, encoding: .utf8),
                        stderr: try String(contentsOf: stderr, encoding: .utf8))
