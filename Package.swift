@@ -63,6 +63,8 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]
         ),
+        // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
+        .testTarget(name: "HarnessTests"),
     ],
     swiftLanguageModes: [.v6]
 )
