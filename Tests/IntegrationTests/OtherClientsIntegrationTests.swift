@@ -1,0 +1,71 @@
+import Foundation
+import PingStorage
+import SecretService
+import Testing
+
+/// Runs Python code with Debian's Python and its `keyring` package, on the test's bus, with
+/// keyring's Secret Service backend.
+private func python(_ code: String) throws -> ProcessResult {
+    var environment = ProcessInfo.processInfo.environment
+    environment["PYTHON_KEYRING_BACKEND"] = "keyring.backends.SecretService.Keyring"
+    let result = try run("/usr/bin/python3", ["-c", "import keyring, sys\n" + code], environment: environment, timeout: 60)
+    guard result.status == 0 else { throw HarnessError("python keyring failed: \(result.stderr)") }
+    return result
+}
+
+private func pythonLiteral(_ text: String) -> String {
+    "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+}
+
+extension Integration {
+    /// Python keyring and go-keyring write `service` + `username` and no `account`: such an item
+    /// is the same account for KeychainStorage (read, adopted on save, removed on delete); an item
+    /// whose `account` says otherwise is never taken.
+    @Suite("Items of Python keyring and go-keyring")
+    struct OtherClients {
+        @Test func anItemPythonKeyringWroteIsTheSameAccount() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount(), service = "org.example.python-\(UUID().uuidString.prefix(8))"
+            _ = try python("keyring.set_password(\(pythonLiteral(service)), \(pythonLiteral(account)), '\"from python\"')")
+            let written = try SecretTool.search(["service": service])
+            try #require(written.count == 1)
+            #expect(written[0].attributes["account"] == nil, "Python keyring writes no account attribute")
+            #expect(written[0].attributes["username"] == account)
+
+            let storage = KeychainStorage<String>(account: account, configuration: KeychainConfiguration(service: service))
+            #expect(try await storage.get() == "from python", "get reads it")
+
+            try await storage.save(item: "ours")
+            let adopted = try SecretTool.search(["service": service])
+            try #require(adopted.count == 1, "save adopted it: one item, not a second one")
+            #expect(adopted[0].path == written[0].path)
+            #expect(adopted[0].attributes["account"] == account, "our attributes added")
+            #expect(adopted[0].attributes["xdg:schema"] == "com.pingidentity.PingStorage")
+            #expect(adopted[0].attributes["application"] == written[0].attributes["application"], "theirs kept")
+            let seenByPython = try python("print(keyring.get_password(\(pythonLiteral(service)), \(pythonLiteral(account))))")
+            #expect(seenByPython.output == "\"ours\"\n", "Python keyring reads the new value")
+
+            try await storage.delete()
+            #expect(try SecretTool.search(["service": service]).isEmpty)
+            let afterDelete = try python("print(keyring.get_password(\(pythonLiteral(service)), \(pythonLiteral(account))))")
+            #expect(afterDelete.output == "None\n", "nothing comes back after delete")
+        }
+
+        @Test func anItemWhoseAccountSaysOtherwiseIsNeverAdopted() async throws {
+            try Harness.requireHarness()
+            let account = uniqueAccount(), service = "org.example.other-\(UUID().uuidString.prefix(8))"
+            try SecretTool.store(label: "someone else's",
+                                 attributes: ["service": service, "username": account, "account": "someone-else"],
+                                 secret: Data("\"theirs\"".utf8))
+            let storage = KeychainStorage<String>(account: account, configuration: KeychainConfiguration(service: service))
+            #expect(try await storage.get() == nil)
+            try await storage.save(item: "ours")
+            let items = try SecretTool.search(["service": service])
+            #expect(items.count == 2, "a second item, theirs untouched")
+            #expect(items.contains { $0.attributes["account"] == "someone-else" && $0.secret == "\"theirs\"" })
+            try await storage.delete()
+            #expect(try SecretTool.search(["service": service]).map { $0.attributes["account"] } == ["someone-else"])
+            try SecretTool.clear(["service": service])
+        }
+    }
+}
