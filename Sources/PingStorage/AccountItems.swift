@@ -82,6 +82,27 @@ extension KeychainItems {
         return infos.max(by: Self.isOlder)!
     }
 
+    /// ``newest(_:)`` and its secret. When there is one item, its metadata and its secret are
+    /// asked for at once: one round trip.
+    func newestWithSecret(_ found: FoundItems) async throws(SecretServiceError) -> (SecretItemInfo, SecretRead) {
+        guard found.paths.count == 1, found.known[found.paths[0]] == nil else {
+            let target = try await newest(found)
+            return (target, try await backend.secret(of: target.path))
+        }
+        let path = found.paths[0], backend = self.backend
+        async let info: Result<SecretItemInfo, SecretServiceError> = { () async -> Result<SecretItemInfo, SecretServiceError> in
+            do throws(SecretServiceError) { return .success(try await backend.itemInfo(path)) } catch { return .failure(error) }
+        }()
+        let read: SecretRead
+        do throws(SecretServiceError) {
+            read = try await backend.secret(of: path)
+        } catch {
+            _ = await info
+            throw error
+        }
+        return (try await info.get(), read)
+    }
+
     static func isOlder(_ a: SecretItemInfo, _ b: SecretItemInfo) -> Bool {
         if a.modified != b.modified { return a.modified < b.modified }
         if a.created != b.created { return a.created < b.created }

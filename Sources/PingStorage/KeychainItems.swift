@@ -53,8 +53,7 @@ struct KeychainItems: Sendable {
                     items.forget()
                     return nil
                 }
-                let target = try await items.newest(found)
-                let read = try await items.backend.secret(of: target.path)
+                let (target, read) = try await items.newestWithSecret(found)
                 items.remember(target, found: found, answeredAt: read.changeToken)
                 return try await items.settled(read.value, at: target.path)
             }
@@ -74,8 +73,7 @@ struct KeychainItems: Sendable {
                     try await items.create(value, searchedAt: found.token)
                     return
                 }
-                let target = try await items.newest(found)
-                var current = try await items.backend.secret(of: target.path)
+                var (target, current) = try await items.newestWithSecret(found)
                 defer { current.value.bytes.wipe() }
                 current.value = try await items.settled(current.value, at: target.path)
                 if current.value.bytes != value.bytes {

@@ -174,7 +174,7 @@ final class BusConnection: Sendable {
               deliver: @escaping @Sendable (Result<Reply, SecretServiceError>) -> Void) -> UInt32? {
         let message = call.message()
         defer { g_object_unref(UnsafeMutableRawPointer(message)) }
-        let pending = SignalRouter.PendingReply(destination: call.destination, operation: operation, phase: phase,
+        let pending = SignalRouter.PendingReply(destination: call.destination, member: call.member, operation: operation, phase: phase,
                                    isOwnerQuery: call.isOwnerQuery, deliver: deliver)
         var failure: CapturedError?
         // Registered under the lock the filter takes: a reply that comes before send_message

@@ -84,6 +84,10 @@ public final class SecretServiceClient: Sendable {
     /// The bus this client connects to.
     public var bus: BusAddress { link.bus }
 
+    /// The D-Bus methods this client's connection called since the last time this was asked (the
+    /// last 256 at most): for tests that pin how many round trips an operation costs.
+    package func takeCallLog() -> [String] { link.connection?.router.takeCallLog() ?? [] }
+
     /// Whether the open connection would make GLib raise SIGTERM when the bus closes (nil when
     /// none is open). For tests.
     package var connectionExitsOnClose: Bool? { link.connection?.exitsOnClose }

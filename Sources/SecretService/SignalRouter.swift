@@ -17,6 +17,8 @@ final class SignalRouter: Sendable {
     struct PendingReply: Sendable {
         /// Whom the call went to: the provider's unique name, or the bus.
         let destination: String
+        /// The method, e.g. `GetSecret`.
+        let member: String
         let operation: String
         let phase: CallPhase
         /// A GetNameOwner of `org.freedesktop.secrets`: its answer sets the owner, in order.
@@ -36,7 +38,10 @@ final class SignalRouter: Sendable {
         var owner: String?
         var changes: UInt64 = 0
         var closed = false
+        /// The members of the calls sent, in order (the last ``callLogLimit``), for tests.
+        var callLog: [String] = []
     }
+    private static let callLogLimit = 256
 
     /// Tells tokens of different connections apart (random, so a new connection at the same
     /// address never matches an old one's tokens).
@@ -59,9 +64,16 @@ final class SignalRouter: Sendable {
     /// function that registers a reply.
     func registering<R>(_ body: (_ closed: Bool, _ register: (UInt32, PendingReply) -> Void) -> R) -> R {
         state.withLock { state in
-            body(state.closed) { serial, pending in state.replies[serial] = pending }
+            body(state.closed) { serial, pending in
+                state.replies[serial] = pending
+                state.callLog.append(pending.member)
+                if state.callLog.count > Self.callLogLimit { state.callLog.removeFirst() }
+            }
         }
     }
+
+    /// The methods called since the last `takeCallLog` (the last 256 at most). For tests.
+    func takeCallLog() -> [String] { state.withLock { state in defer { state.callLog = [] }; return state.callLog } }
 
     func forget(serial: UInt32) { _ = state.withLock { $0.replies.removeValue(forKey: serial) } }
 

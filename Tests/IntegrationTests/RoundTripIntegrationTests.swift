@@ -1,0 +1,47 @@
+import Foundation
+@testable import PingStorage
+import SecretService
+import Testing
+
+extension Integration {
+    /// What each KeychainStorage operation asks of the provider, call by call. Calls listed
+    /// together go out at once (one round trip).
+    @Suite("Round trips of each operation")
+    struct RoundTrips {
+        /// On the fake service, and on GNOME Keyring (the provider the figures are given for; other
+        /// providers announce changes their own way).
+        @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
+        func eachOperationCostsWhatItShould(on provider: String) async throws {
+            try Harness.requireHarness()
+            let fake = try PrivateProvider()
+            let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
+            let calls = { SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
+            let storage = KeychainStorage<String>(account: uniqueAccount(), configuration: configuration)
+            // Connecting, reading the alias: once per process.
+            #expect(try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).get() == nil)
+            _ = calls()
+
+            try await storage.save(item: "one")
+            #expect(calls().sorted() == ["CreateItem", "SearchItems", "SearchItems"],
+                    "save of a new account, the collection known unlocked: both searches at once, CreateItem: 2 round trips")
+            #expect(try await storage.get() == "one")
+            #expect(calls() == ["GetSecret"], "get of the remembered item: 1 round trip")
+            try await storage.save(item: "two")
+            #expect(calls() == ["GetSecret", "SetSecret"], "save of the remembered item: 2 round trips")
+            try await storage.save(item: "two")
+            #expect(calls() == ["GetSecret"], "an unchanged value is not written")
+
+            // Another client creates an item: nothing remembered is trusted any more.
+            _ = try await SecretServiceClient(bus: configuration.bus).createItem(in: .default, label: "other", attributes: ["x": "y"],
+                                                       secret: SecretValue(bytes: Data("z".utf8)), replacing: false)
+            #expect(try await storage.get() == "two")
+            #expect(calls().sorted() == ["GetAll", "GetSecret", "SearchItems", "SearchItems"],
+                    "get after a change: both searches at once, then the item and its secret at once: 2 round trips")
+            try await storage.delete()
+            #expect(calls() == ["Delete"], "delete of the remembered item: 1 round trip")
+            try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).save(item: "x")
+            #expect(calls().sorted() == ["CreateItem", "GetAll", "SearchItems", "SearchItems"],
+                    "save of a new account after a change: both searches, the collection's lock state, CreateItem: 3")
+        }
+    }
+}
