@@ -23,11 +23,11 @@ struct KeyringSettings: Sendable, Equatable {
         return configuration
     }
 
-    /// Client options matching ``configuration(service:)``.
+    /// Client options matching ``configuration(service:)`` (the configuration's own options).
     func clientOptions(allowsPlainTransport: Bool = false) -> SecretServiceClient.Options {
-        let configuration = configuration()
-        return .init(timeout: configuration.timeout, allowsPrompts: allowsPrompts,
-                     allowsPlainTransport: allowsPlainTransport)
+        var options = configuration().options
+        options.allowsPlainTransport = allowsPlainTransport
+        return options
     }
 }
 
@@ -36,10 +36,10 @@ struct KeyringSettings: Sendable, Equatable {
 /// with ``SecuredKeyEncryptor`` bound to the item's service and account as KeychainStorage does;
 /// `list` searches with ``SecretServiceClient`` because the library has no "every account" call.
 enum KeyringCommands {
-    /// The `xdg:schema` attribute of items PingStorage writes.
-    static let schemaName = "com.pingidentity.PingStorage"
+    /// The `xdg:schema` attribute of items PingStorage writes (the library's).
+    static let schemaName = KeychainStorageSchemas.item
     /// The `xdg:schema` attribute of SecuredKeyEncryptor's key items (with a `key-id` attribute).
-    static let keySchemaName = "com.pingidentity.PingStorage.SecuredKey"
+    static let keySchemaName = KeychainStorageSchemas.key
 
     // MARK: list
 

@@ -15,7 +15,7 @@ struct FoundItems: Sendable {
 
 extension KeychainItems {
     /// The `xdg:schema` attribute of items we write.
-    static let schemaName = "com.pingidentity.PingStorage"
+    static let schemaName = KeychainStorageSchemas.item
 
     /// The attributes that identify the item; also what items written by other tools carry.
     var lookupAttributes: [String: String] { ["service": configuration.service, "account": account] }

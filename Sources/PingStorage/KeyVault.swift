@@ -23,7 +23,7 @@ import SecretService
 ///   key item still holds the bytes it sealed with, so a save is never reported done when a fresh
 ///   process would load other bytes for that id.
 actor KeyVault {
-    static let schema = "com.pingidentity.PingStorage.SecuredKey"
+    static let schema = KeychainStorageSchemas.key
     static let label = "PingStorage encryption key — items encrypted with it cannot be read without it; do not delete"
 
     private let backend: any KeychainBackend

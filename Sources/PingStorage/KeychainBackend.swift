@@ -85,3 +85,12 @@ final class RememberedItems: Sendable {
         set { entries.withLock { $0[key] = newValue } }
     }
 }
+
+/// The `xdg:schema` attributes PingStorage writes: the one place they are spelled (ping-keyring
+/// uses these too).
+package enum KeychainStorageSchemas {
+    /// KeychainStorage's items.
+    package static let item = "com.pingidentity.PingStorage"
+    /// SecuredKeyEncryptor's key items.
+    package static let key = "com.pingidentity.PingStorage.SecuredKey"
+}

@@ -98,9 +98,7 @@ struct StubSystem {
         ]
         for command in commands { stubs[command] = logLine }
         for (name, body) in stubs {
-            let path = bin.appendingPathComponent(name).path
-            try ("#!/usr/bin/env bash\n" + body + "\n").write(toFile: path, atomically: true, encoding: .utf8)
-            try fileManager.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+            try Self.writeExecutable(bin.appendingPathComponent(name).path, "#!/usr/bin/env bash\n" + body + "\n")
         }
     }
 
@@ -143,6 +141,20 @@ struct StubSystem {
         return Outcome(status: process.terminationStatus,
                        stdout: try String(contentsOf: stdout, encoding: .utf8),
                        stderr: try String(contentsOf: stderr, encoding: .utf8))
+    }
+
+    /// Writes an executable file through a descriptor that no child process inherits. The test
+    /// process starts other processes from other threads all the time (the integration tests);
+    /// one started while a stub was being written kept a writable descriptor of it, and running
+    /// that stub then failed with ETXTBSY ("text file busy"): a call missing from the log.
+    static func writeExecutable(_ path: String, _ text: String) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw StubError("cannot write \(path): errno \(errno)") }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+            throw StubError("cannot write \(path): errno \(errno)")
+        }
     }
 
     /// Every logged stub call, in order ("apt-get install -y ...").

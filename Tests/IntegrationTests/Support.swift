@@ -4,7 +4,8 @@ import SecretService
 import Testing
 
 /// Integration tests run only inside `dbus-test/run --isolated` (the README's test command): they
-/// need the throwaway keyring it starts. Outside it they fail (never skip) and say so.
+/// need the throwaway keyring it starts. Outside it the `Integration` suite is skipped with the
+/// reason shown, and `requireHarness` guards any test run on its own.
 enum Harness {
     static var isInside: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil }
 

@@ -1,0 +1,144 @@
+import Foundation
+import PingStorage
+import PingStorageCrypto
+import SecretService
+
+/// What the doctor asks of the keyring. The live one talks to the Secret Service; unit tests give
+/// a scripted one, so the order of checks, skips and exit statuses are tested without D-Bus.
+protocol DoctorEnvironment: Sendable {
+    /// The session bus address the client will use, as shown to the user; nil when there is none.
+    var busAddress: String? { get }
+    /// The collection the checks use, as shown to the user (`alias 'default'`).
+    var collectionDescription: String { get }
+    /// Who provides the Secret Service.
+    /// - Throws: ``ToolError`` (`noSessionBus`, `noSecretService`, `timedOut`, …).
+    func provider() async throws(ToolError) -> ProviderInfo
+    /// The configured collection's path, label and lock state.
+    /// - Throws: ``ToolError`` (`collectionNotFound`, …).
+    func collection() async throws(ToolError) -> SecretCollectionInfo
+    /// Writes, reads back and deletes an item under probe attributes, cleaning up whatever
+    /// happens; returns a description of what was done.
+    /// - Throws: ``ToolError`` describing the step that failed.
+    func probe() async throws(ToolError) -> String
+    /// The encryption key items (`xdg:schema` = ``KeyringCommands/keySchemaName``) in the
+    /// collection, each read only to measure it. Never creates a key, never unlocks, never prompts.
+    /// - Throws: ``ToolError`` (`locked` when key items are locked, `timedOut`, …).
+    func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem]
+}
+
+/// A key item of ``SecuredKeyEncryptor``, as the doctor sees it: never the key itself.
+struct EncryptionKeyItem: Sendable, Equatable {
+    var path: String
+    /// The `key-id` attribute when it is 32 hex digits (lowercased); nil otherwise, and then
+    /// SecuredKeyEncryptor ignores the item.
+    var keyID: String?
+    /// The size of the secret; a sound key has ``SymmetricKey/byteCount`` (32).
+    var byteCount: Int
+    var created: Date
+}
+
+/// The doctor against the real Secret Service, with the command line's settings.
+struct LiveDoctorEnvironment: DoctorEnvironment {
+    let settings: KeyringSettings
+    let environment: [String: String]
+
+    var busAddress: String? {
+        if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }
+        // GDBus falls back to $XDG_RUNTIME_DIR/bus when the variable is not set.
+        if let runtime = environment["XDG_RUNTIME_DIR"], FileManager.default.fileExists(atPath: "\(runtime)/bus") {
+            return "unix:path=\(runtime)/bus (DBUS_SESSION_BUS_ADDRESS is not set)"
+        }
+        return nil
+    }
+
+    var collectionDescription: String { settings.configuration().collection.description }
+
+    func provider() async throws(ToolError) -> ProviderInfo {
+        do {
+            let provider = try await SecretServiceClient(options: settings.clientOptions()).provider()
+            return ProviderInfo(name: provider.displayName, executable: provider.executable, processID: provider.processID,
+                                uniqueName: provider.uniqueName, transport: provider.transportAlgorithm)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    func collection() async throws(ToolError) -> SecretCollectionInfo {
+        // Plain transport is reported by its own check; reading a collection sends no secret.
+        let client = SecretServiceClient(options: settings.clientOptions(allowsPlainTransport: true))
+        do {
+            return try await client.collectionInfo(settings.configuration().collection)
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    func probe() async throws(ToolError) -> String {
+        let account = "probe-\(UUID().uuidString)"
+        let storage = KeychainStorage<String>(
+            account: account, configuration: settings.configuration(service: CommandTable.probeService))
+        let written = "ping-keyring doctor probe \(UUID().uuidString)"
+        do {
+            try await storage.save(item: written)
+            let read = try await storage.get()
+            guard read == written else {
+                throw ToolError(kind: "probeMismatch",
+                                message: read == nil ? "the item just written was not found"
+                                    : "the item just written reads back different bytes",
+                                status: .other)
+            }
+            try await storage.delete()
+            guard try await storage.get() == nil else {
+                throw ToolError(kind: "probeMismatch", message: "the item was still there after delete", status: .other)
+            }
+            return "wrote, read back and deleted an item (service \(CommandTable.probeService))"
+        } catch {
+            var failure = ToolError.from(error)
+            do {
+                try await storage.delete()
+            } catch {
+                failure.message += " The probe item may be left behind; remove it with "
+                    + "`secret-tool clear service \(CommandTable.probeService) account \(account)`."
+            }
+            throw failure
+        }
+    }
+
+    /// A key item as the doctor shows it (the size of its secret, never the secret); nil when it
+    /// was deleted meanwhile.
+    private static func keyItem(_ path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> EncryptionKeyItem? {
+        do {
+            let info = try await client.itemInfo(path)
+            var secret = try await client.secret(of: path).value
+            let byteCount = secret.bytes.count
+            secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
+            let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
+            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created)
+        } catch where error.code == .itemNotFound {
+            return nil
+        }
+    }
+
+    func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] {
+        let configuration = settings.configuration()
+        // Never a prompt, never an unlock: a locked key item is reported, not opened.
+        let client = SecretServiceClient(options: .init(timeout: configuration.timeout, allowsPrompts: false))
+        do {
+            let found = try await client.searchItems(matching: ["xdg:schema": KeyringCommands.keySchemaName],
+                                                     in: configuration.collection)
+            guard found.locked.isEmpty else {
+                throw ToolError(
+                    kind: "locked",
+                    message: "\(found.locked.count) encryption key item\(found.locked.count == 1 ? " is" : "s are") "
+                        + "locked (\(found.locked.map(\.rawValue).joined(separator: ", ")))")
+            }
+            var keys: [EncryptionKeyItem] = []
+            for path in found.unlocked {
+                if let key = try await Self.keyItem(path, client) { keys.append(key) }
+            }
+            return keys
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+}

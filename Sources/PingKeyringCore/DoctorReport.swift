@@ -1,0 +1,101 @@
+import Foundation
+import PingStorage
+import PingStorageCrypto
+import SecretService
+
+/// One line of the doctor's report.
+struct DoctorCheck: Sendable, Equatable {
+    enum Status: String, Sendable { case pass, fail, skip }
+
+    /// Stable identifier: `sessionBus`, `provider`, `collection`, `unlocked`, `transport`, `probe`,
+    /// `encryptionKey`.
+    var id: String
+    var title: String
+    var status: Status
+    /// What was found (for a failure: what went wrong, with the library's message).
+    var detail: String
+    /// For a failure: the library's developer detail (object paths, D-Bus names), if any.
+    var technicalDetail: String?
+    /// What to do; only for failures.
+    var fix: String?
+    /// The error kind behind a failure (``KeychainError/kind`` and the like).
+    var errorKind: String?
+    /// The exit status a failure maps to.
+    var exitStatus: ExitCode?
+
+    static func pass(_ id: String, _ title: String, _ detail: String) -> DoctorCheck {
+        DoctorCheck(id: id, title: title, status: .pass, detail: detail)
+    }
+
+    static func skip(_ id: String, _ title: String, _ detail: String) -> DoctorCheck {
+        DoctorCheck(id: id, title: title, status: .skip, detail: "skipped: \(detail)")
+    }
+
+    static func fail(_ id: String, _ title: String, _ error: ToolError, fix: String) -> DoctorCheck {
+        DoctorCheck(id: id, title: title, status: .fail, detail: error.message, technicalDetail: error.detail, fix: fix,
+                    errorKind: error.kind, exitStatus: error.status)
+    }
+
+    var json: JSONValue {
+        .object([
+            ("id", .string(id)),
+            ("title", .string(title)),
+            ("status", .string(status.rawValue)),
+            ("detail", .string(detail)),
+            ("technicalDetail", .string(technicalDetail)),
+            ("fix", .string(fix)),
+            ("errorKind", .string(errorKind)),
+        ])
+    }
+}
+
+/// The doctor's findings.
+struct DoctorReport: Sendable, Equatable {
+    var checks: [DoctorCheck]
+    var busAddress: String?
+    var collection: String
+    var provider: ProviderInfo?
+
+    /// True when no check failed (skips are fine).
+    var ok: Bool { !checks.contains { $0.status == .fail } }
+
+    /// 0 when ok; else the status of the first failed check.
+    var exitStatus: ExitCode {
+        checks.first { $0.status == .fail }.map { $0.exitStatus ?? .other } ?? .ok
+    }
+
+    var json: JSONValue {
+        .object([
+            ("ok", .bool(ok)),
+            ("exitCode", .int(Int(exitStatus.rawValue))),
+            ("busAddress", .string(busAddress)),
+            ("collection", .string(collection)),
+            ("provider", provider?.json ?? .null),
+            ("checks", .array(checks.map(\.json))),
+        ])
+    }
+
+    var human: String {
+        let width = checks.map(\.title.count).max() ?? 0
+        var text = "ping-keyring doctor (collection: \(collection))\n"
+        for check in checks {
+            let mark = switch check.status {
+            case .pass: "ok  "
+            case .fail: "FAIL"
+            case .skip: "skip"
+            }
+            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            if let details = check.technicalDetail {
+                text += String(repeating: " ", count: width + 8) + "details: \(details)\n"
+            }
+            if let fix = check.fix {
+                text += String(repeating: " ", count: width + 8) + "fix: \(fix)\n"
+            }
+        }
+        let failures = checks.filter { $0.status == .fail }.count
+        text += failures == 0
+            ? "All checks passed.\n"
+            : "\(failures) check\(failures == 1 ? "" : "s") failed (exit status \(exitStatus.rawValue)).\n"
+        return text
+    }
+}
