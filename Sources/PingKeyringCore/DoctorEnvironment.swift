@@ -55,7 +55,7 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
 
     func provider() async throws(ToolError) -> ProviderInfo {
         do {
-            let provider = try await SecretServiceClient(options: settings.clientOptions()).provider()
+            let provider = try await settings.client().provider()
             return ProviderInfo(name: provider.displayName, executable: provider.executable, processID: provider.processID,
                                 uniqueName: provider.uniqueName, transport: provider.transportAlgorithm)
         } catch {
@@ -65,7 +65,7 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
 
     func collection() async throws(ToolError) -> SecretCollectionInfo {
         // Plain transport is reported by its own check; reading a collection sends no secret.
-        let client = SecretServiceClient(options: settings.clientOptions(allowsPlainTransport: true))
+        let client = settings.client(allowsPlainTransport: true)
         do {
             return try await client.collectionInfo(settings.configuration().collection)
         } catch {
@@ -122,7 +122,7 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] {
         let configuration = settings.configuration()
         // Never a prompt, never an unlock: a locked key item is reported, not opened.
-        let client = SecretServiceClient(options: .init(timeout: configuration.timeout, allowsPrompts: false))
+        let client = SecretServiceKeychainBackend.client(for: configuration, options: .init(timeout: configuration.timeout, allowsPrompts: false))
         do {
             let found = try await client.searchItems(matching: ["xdg:schema": KeyringCommands.keySchemaName],
                                                      in: configuration.collection)

@@ -23,6 +23,12 @@ struct KeyringSettings: Sendable, Equatable {
         return configuration
     }
 
+    /// A client on the connection KeychainStorage uses in this process (one connection, one
+    /// session per process), with ``clientOptions(allowsPlainTransport:)``.
+    func client(allowsPlainTransport: Bool = false) -> SecretServiceClient {
+        SecretServiceKeychainBackend.client(for: configuration(), options: clientOptions(allowsPlainTransport: allowsPlainTransport))
+    }
+
     /// Client options matching ``configuration(service:)`` (the configuration's own options).
     func clientOptions(allowsPlainTransport: Bool = false) -> SecretServiceClient.Options {
         var options = configuration().options
@@ -45,7 +51,7 @@ enum KeyringCommands {
 
     static func list(service: String?, settings: KeyringSettings) async throws(ToolError) -> ListReport {
         let collection = settings.configuration().collection
-        let client = SecretServiceClient(options: settings.clientOptions())
+        let client = settings.client()
         do {
             let info = try await client.collectionInfo(collection)
             // Search and unlock as KeychainStorage does (the client's unlock policy).
@@ -96,7 +102,7 @@ enum KeyringCommands {
         async throws(ToolError) -> GetReport {
         let configuration = settings.configuration(service: service)
         let storage = KeychainStorage<String>(account: account, configuration: configuration)
-        let client = SecretServiceClient(options: settings.clientOptions())
+        let client = settings.client()
         do {
             // The item get() would read (the newest of any duplicates); once more if another
             // client deletes it between the lookup and the read.

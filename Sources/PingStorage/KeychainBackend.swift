@@ -24,7 +24,7 @@ protocol KeychainBackend: Sendable {
 }
 
 /// ``KeychainBackend`` over a ``SecretServiceClient``.
-struct SecretServiceKeychainBackend: KeychainBackend {
+package struct SecretServiceKeychainBackend: KeychainBackend {
     let client: SecretServiceClient
     let rememberedItems: RememberedItems
 
@@ -56,6 +56,14 @@ struct SecretServiceKeychainBackend: KeychainBackend {
     /// process holding storages for a thousand accounts still has one connection and one session.
     /// (A PingStorage-level registry: SecretService itself keeps no such state.)
     private static let shared = Locked<[BusAddress: (SecretServiceClient, RememberedItems)]>([:])
+
+    /// The client KeychainStorage uses for `configuration`'s bus (its one connection there), with
+    /// `options`: for tools that call the Secret Service directly next to KeychainStorage and
+    /// should not open a second connection and session.
+    package static func client(for configuration: KeychainConfiguration,
+                               options: SecretServiceClient.Options) -> SecretServiceClient {
+        shared(for: configuration).client.with(options: options)
+    }
 
     /// The backend for `configuration`: the shared connection to its bus, with its options.
     static func shared(for configuration: KeychainConfiguration) -> SecretServiceKeychainBackend {

