@@ -45,6 +45,11 @@ let package = Package(
             name: "gcrypt-race-probe",
             dependencies: ["CAccessGate", "PingStorage", "PingStorageCrypto", "SecretService"]
         ),
+        // Test support: a process that looks for copies of a secret in its own memory.
+        .executableTarget(
+            name: "secret-memory-probe",
+            dependencies: ["PingStorage", "PingStorageCrypto", "SecretService"]
+        ),
         // The command-line tool: a small library of testable pieces and a thin executable.
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
@@ -61,7 +66,7 @@ let package = Package(
         .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CLibSecret", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe"]
+            dependencies: ["PingStorage", "SecretService", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]
         ),
         // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
         .testTarget(name: "HarnessTests"),

@@ -143,12 +143,16 @@ actor KeyVault {
             throw SecretServiceError(.providerError, operation: "create the encryption key",
                                      message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed").")
         }
-        var exported = key.exportData()
-        defer { exported.wipe() }
-        _ = try await backend.createItem(
-            in: collection, label: label,
-            attributes: ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue],
-            secret: SecretValue(bytes: exported, contentType: "application/octet-stream"), replacing: false)
+        // The secret handed over points at the key's own locked memory: no copy of the key is
+        // made on the heap (the session copies it into libsecret's locked memory to encrypt it).
+        try await key.withUnsafeBytesAsync { bytes async throws(SecretServiceError) in
+            let secret = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), count: bytes.count,
+                              deallocator: .none)
+            _ = try await backend.createItem(
+                in: collection, label: label,
+                attributes: ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue],
+                secret: SecretValue(bytes: secret, contentType: "application/octet-stream"), replacing: false)
+        }
         // Another process may have created a key at the same time: everyone uses the oldest.
         guard let chosen = try await oldestKey(backend, collection) else {
             throw SecretServiceError(.providerError, operation: "create the encryption key",

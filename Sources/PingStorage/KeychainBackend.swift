@@ -1,3 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 import Locking
 import SecretService
 
@@ -101,4 +106,19 @@ package enum KeychainStorageSchemas {
     package static let item = "com.pingidentity.PingStorage"
     /// SecuredKeyEncryptor's key items.
     package static let key = "com.pingidentity.PingStorage.SecuredKey"
+}
+
+/// KeychainStorage's item rules on raw bytes, without JSON: for the test that looks for copies of
+/// secrets in process memory (JSONEncoder's own buffers are out of the library's reach, so the
+/// test starts below them).
+package struct RawKeychainItem: Sendable {
+    private let items: KeychainItems
+
+    package init(account: String, configuration: KeychainConfiguration) {
+        items = KeychainItems(account: account, configuration: configuration)
+    }
+
+    package func write(_ bytes: Data) async throws { try await items.write(SecretValue(bytes: bytes)) }
+    package func read() async throws -> Data? { try await items.read()?.bytes }
+    package func delete() async throws { try await items.delete() }
 }

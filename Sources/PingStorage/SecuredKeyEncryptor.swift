@@ -86,6 +86,10 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
         }
     }
 
+    /// The key new data is sealed with (loaded or created). For the test that looks for copies of
+    /// the key outside its locked memory.
+    package func currentKey() async throws -> SymmetricKey { try await vault.currentKey().1 }
+
     /// Whether the key item `envelope` names still holds the bytes it was sealed with (one read).
     /// ``KeychainStorage`` asks after it wrote an envelope; on false it seals and writes again, so
     /// a save is never reported done when the key item was rewritten meanwhile (a restore, another

@@ -4,6 +4,7 @@ import Glibc
 import Musl
 #endif
 import Foundation
+import Locking
 
 /// Overwrites `buffer` with zeros in a way the optimiser cannot remove (`explicit_bzero`), even
 /// when the memory is about to be freed. Package-level so tests can check it.
@@ -29,7 +30,7 @@ func zeroize(_ data: inout Data) {
 /// `@unchecked Sendable`: the buffer is written only in `init`, before the object is shared, and is
 /// read-only afterwards (``withUnsafeBytes(_:)`` hands out an immutable view); it is freed only in
 /// `deinit`, when no other reference exists. Concurrent reads of immutable memory are safe.
-final class SecureBytes: @unchecked Sendable {
+package final class SecureBytes: @unchecked Sendable {
     /// The whole allocation (whole pages).
     private let allocation: UnsafeMutableRawBufferPointer
     /// Whether `mlock` succeeded, so `deinit` knows to `munlock`.
@@ -37,9 +38,16 @@ final class SecureBytes: @unchecked Sendable {
     /// The number of meaningful bytes at the start of `allocation`.
     let count: Int
 
+    /// Where the live allocations are, so that a test can look for copies of secrets everywhere
+    /// else in the process's memory.
+    private static let live = Locked<[ObjectIdentifier: Range<UInt>]>([:])
+
+    /// The address ranges of every live SecureBytes allocation (for tests).
+    package static var liveAllocations: [Range<UInt>] { live.withLock { Array($0.values) } }
+
     /// Allocates `count` bytes and lets `initialize` fill them. Whatever `initialize` leaves is kept;
     /// bytes it does not write are zero.
-    init(count: Int, initialize: (UnsafeMutableRawBufferPointer) -> Void) {
+    package init(count: Int, initialize: (UnsafeMutableRawBufferPointer) -> Void) {
         precondition(count >= 0)
         let pageSize = max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
         let size = max(pageSize, (count + pageSize - 1) / pageSize * pageSize)
@@ -50,17 +58,20 @@ final class SecureBytes: @unchecked Sendable {
         _ = madvise(allocation.baseAddress!, size, MADV_DONTDUMP)
         #endif
         self.count = count
+        let start = UInt(bitPattern: allocation.baseAddress!)
+        Self.live.withLock { $0[ObjectIdentifier(self)] = start..<start + UInt(size) }
         initialize(UnsafeMutableRawBufferPointer(rebasing: allocation[0..<count]))
     }
 
     deinit {
+        _ = Self.live.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
         zeroize(allocation)
         if isLocked { _ = munlock(allocation.baseAddress!, allocation.count) }
         allocation.deallocate()
     }
 
     /// Calls `body` with a read-only view of the bytes. Do not let the pointer escape `body`.
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(rebasing: allocation[0..<count]))
     }
 }

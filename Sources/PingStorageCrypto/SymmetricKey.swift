@@ -46,6 +46,16 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
         try storage.withUnsafeBytes(body)
     }
 
+    /// Calls the asynchronous `body` with the key's 32 bytes; the pointer is valid until `body`
+    /// returns (the key is kept alive meanwhile). Do not let it escape.
+    package func withUnsafeBytesAsync<R, Failure: Error>(
+        _ body: (UnsafeRawBufferPointer) async throws(Failure) -> R
+    ) async throws(Failure) -> R {
+        let bytes = storage.withUnsafeBytes { $0 }
+        defer { withExtendedLifetime(storage) {} }
+        return try await body(bytes)
+    }
+
     /// A copy of the key's 32 bytes, for storing the key (e.g. as the secret of its keyring item).
     ///
     /// Wipe the copy (`resetBytes`) as soon as it has been handed on; prefer ``withUnsafeBytes(_:)``

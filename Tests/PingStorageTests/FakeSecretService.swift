@@ -144,7 +144,7 @@ final class FakeSecretService: KeychainBackend {
         return try state.withLock { state throws(SecretServiceError) in
             try unlockIfLocked(&state, "write secret")
             guard state.items[path] != nil else { throw SecretServiceError(.itemNotFound, operation: "write secret", message: "gone") }
-            state.items[path]!.secret = value
+            state.items[path]!.secret = SecretValue(bytes: Data(Array(value.bytes)), contentType: value.contentType)
             state.items[path]!.modified = tick(&state)
             state.writes.append("setSecret \(path)")
             return token(state)
@@ -172,7 +172,9 @@ final class FakeSecretService: KeychainBackend {
             try unlockIfLocked(&state, "create item")
             let path = newPath(&state)
             let time = tick(&state)
-            state.items[path] = Item(label: label, attributes: attributes, secret: secret, created: time, modified: time)
+            // A copy, as a real service keeps one: the caller's buffer may be its own locked memory.
+            let kept = SecretValue(bytes: Data(Array(secret.bytes)), contentType: secret.contentType)
+            state.items[path] = Item(label: label, attributes: attributes, secret: kept, created: time, modified: time)
             state.writes.append("create \(path)")
             state.changes += 1
             if let theirs = state.concurrentCreator {

@@ -37,7 +37,7 @@ struct FastPathTests {
         let first = fake.seed(attributes: lookupAttributes, secret: #""first""#)
         let keychain = storage(fake)
         #expect(try await keychain.get() == "first")
-        try await fake.deleteItem(first)
+        _ = try await fake.deleteItem(first)
         _ = fake.seed(attributes: lookupAttributes, secret: #""second""#)
         #expect(try await keychain.get() == "second")
     }
@@ -47,7 +47,7 @@ struct FastPathTests {
         let path = fake.seed(attributes: lookupAttributes, secret: #""gone soon""#)
         let keychain = storage(fake)
         #expect(try await keychain.get() == "gone soon")
-        try await fake.deleteItem(path)
+        _ = try await fake.deleteItem(path)
         #expect(try await keychain.get() == nil)
     }
 

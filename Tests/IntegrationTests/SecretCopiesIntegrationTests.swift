@@ -1,0 +1,26 @@
+import Foundation
+import Testing
+
+extension Integration {
+    /// After a call returns, the secret it handled is nowhere in the process's writable memory but
+    /// in page-locked buffers (and the caller's own copies, which the probe wipes). Checked by
+    /// secret-memory-probe, which scans its own memory after each step.
+    @Suite("Copies of secrets left in memory")
+    struct SecretCopies {
+        static var probe: String { Harness.binaryDirectory.appendingPathComponent("secret-memory-probe").path }
+
+        @Test func aValueLeavesNoCopyWhenCreatedReplacedAndRead() throws {
+            try Harness.requireHarness()
+            let result = try run(Self.probe, ["value", uniqueAccount()], timeout: 120)
+            #expect(result.status == 0, "\(result.output)\(result.stderr)")
+            #expect(result.output.contains("copies: 0"))
+        }
+
+        @Test func aNewEncryptionKeyLeavesNoCopyOutsideItsLockedMemory() throws {
+            try Harness.requireHarness()
+            let result = try run(Self.probe, ["key"], timeout: 120)
+            #expect(result.status == 0, "\(result.output)\(result.stderr)")
+            #expect(result.output.contains("copies: 0"))
+        }
+    }
+}
