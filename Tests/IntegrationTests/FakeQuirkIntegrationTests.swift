@@ -42,6 +42,21 @@ extension Integration {
             #expect(try fake.state().collection(fakeLogin)?.locked == true)
         }
 
+        /// With prompts allowed, the empty answer leads to an unlock (at once, or through the
+        /// prompt) and a second GetSecret that reads the value.
+        @Test(arguments: ["none", "complete"])
+        func kwalletLockedSecretIsReadAfterAnUnlock(prompt: String) async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            try fake.scenario("kwallet-locked", "prompt=\(prompt)")
+            #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
+            #expect(try fake.calls("GetSecret") == 2, "the empty answer, then the value")
+            #expect(try fake.calls("Unlock") == 1 && fake.calls("Prompt") == (prompt == "none" ? 0 : 1))
+            #expect(try fake.state().collection(fakeLogin)?.locked == false)
+        }
+
         /// Nothing remembered: every operation searches, finds the item locked, and needs the
         /// prompt it may not show.
         @Test func kwalletLockedKeychainStorageIsLockedAndTouchesNothing() async throws {
