@@ -70,6 +70,7 @@ extension Integration {
             let fake = try FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-completes")
             let client = fake.client(timeout: .seconds(10), allowsPrompts: false)
+            #expect(try await client.collectionInfo(.default).isLocked, "connected before the timed call")
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
                 try await client.unlock([login])
             }
