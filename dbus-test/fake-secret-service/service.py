@@ -13,6 +13,7 @@ by spaces), else `normal`. Everything runs on one GLib main loop: no threads.
 
 import argparse
 import base64
+import hashlib
 import itertools
 import json
 import os
@@ -118,6 +119,9 @@ SCENARIOS = {
     'no-default-alias': {},
     'duplicates': {'order': 'path'},
     'no-session-after-restart': {},
+    'kwallet-locked': {'prompt': 'none', 'delay': '0.1'},
+    'refuses-provider-attributes': {},
+    'garbled-secret': {'times': '1'},
 }
 # What Prompt() does in the scenarios that lock `login`.
 PROMPT_OUTCOMES = {
@@ -147,6 +151,31 @@ class Scenario:
             raise invalid_args('when must be before or after')
         if self.params.get('order', 'path') not in ('path', 'reverse'):
             raise invalid_args('order must be path or reverse')
+        if self.params.get('prompt', 'none') not in ('none', 'never', 'complete'):
+            raise invalid_args('prompt must be none, never or complete')
+        try:
+            self.times = int(self.params.get('times', 0))
+        except ValueError:
+            raise invalid_args(f'times must be a whole number, not {self.params["times"]!r}')
+
+    def prompt_outcome(self):
+        """What the prompt Unlock returns leads to, or None when Unlock unlocks at once."""
+        if self.name == 'kwallet-locked':
+            return {'none': None, 'never': 'never', 'complete': 'complete'}[self.params['prompt']]
+        return PROMPT_OUTCOMES.get(self.name)
+
+    @property
+    def locks_login(self):
+        """Whether switching to this scenario locks `login`."""
+        return self.name in PROMPT_OUTCOMES or self.name == 'kwallet-locked'
+
+    @property
+    def is_kwallet(self):
+        return self.name == 'kwallet-locked'
+
+    @property
+    def computes_attributes(self):
+        return self.name == 'refuses-provider-attributes'
 
     @classmethod
     def parse(cls, words):
@@ -252,6 +281,32 @@ class Session:
         return dbus.Struct((dbus.ObjectPath(self.path), dbus.ByteArray(parameters), dbus.ByteArray(value),
                             dbus.String(content_type)), signature='oayays')
 
+    def encode_garbled(self, secret, content_type):
+        """A well-formed AES-128-CBC answer (16-byte IV, whole blocks) encrypted with another key,
+        as KWallet sends when it derived a different DH key: checked to fail PKCS7 unpadding under
+        this session's key, so the client cannot decrypt it (never garbage that happens to unpad).
+        Encrypted sessions only."""
+        padder = padding.PKCS7(128).padder()
+        padded = padder.update(secret) + padder.finalize()
+        while True:
+            other, iv = os.urandom(16), os.urandom(16)
+            encryptor = Cipher(algorithms.AES(other), modes.CBC(iv)).encryptor()
+            value = encryptor.update(padded) + encryptor.finalize()
+            decryptor = Cipher(algorithms.AES(self.key), modes.CBC(iv)).decryptor()
+            seen = decryptor.update(value) + decryptor.finalize()
+            unpadder = padding.PKCS7(128).unpadder()
+            try:
+                unpadder.update(seen) + unpadder.finalize()
+            except ValueError:
+                break
+        return dbus.Struct((dbus.ObjectPath(self.path), dbus.ByteArray(iv), dbus.ByteArray(value),
+                            dbus.String(content_type)), signature='oayays')
+
+    def encode_empty(self):
+        """KWallet 5.103's answer to GetSecret on a locked item: no IV, no bytes, text/plain."""
+        return dbus.Struct((dbus.ObjectPath(self.path), dbus.ByteArray(b''), dbus.ByteArray(b''),
+                            dbus.String('text/plain')), signature='oayays')
+
     def decode(self, parameters, value):
         if self.key is None:
             return bytes(value)
@@ -289,6 +344,9 @@ class Fake:
         self.watched_clients = set()
         self.locked = set()        # locked collection paths (not stored: a restart unlocks)
         self.numbers = itertools.count(1)
+        self.calls = {}            # method name -> how many calls arrived (since start or reset)
+        self.sessions_opened = 0   # successful OpenSession calls (since start or reset)
+        self.garbled_left = 0      # garbled-secret: secrets still to answer garbled
         self.scenario = Scenario('normal')
         # A scenario from the environment waits for the harness's readiness probe (see README).
         self.pending = scenario if scenario.name != 'normal' else None
@@ -303,9 +361,10 @@ class Fake:
         self.pending = None
         self.scenario = scenario
         log(f'scenario {scenario}')
+        self.garbled_left = scenario.times if scenario.name == 'garbled-secret' else 0
         if scenario.name == 'normal':
             self.set_locked(set(self.store.collections), False)
-        if scenario.name in PROMPT_OUTCOMES and LOGIN in self.store.collections:
+        if scenario.locks_login and LOGIN in self.store.collections:
             self.set_locked({LOGIN}, True)
         if scenario.name == 'no-session-after-restart':
             for path in list(self.sessions):
@@ -320,6 +379,7 @@ class Fake:
         exits = scenario.name == 'exit-mid-call' and (method in scenario.exit_methods or
                                                       '*' in scenario.exit_methods)
         log(f'{method} on {obj.path}')
+        self.count(method)
         if exits and scenario.params['when'] == 'before':
             self.exit(method)
 
@@ -341,6 +401,9 @@ class Fake:
             GLib.timeout_add(int(scenario.delay * 1000), answer)
         else:
             answer()
+
+    def count(self, method):
+        self.calls[method] = self.calls.get(method, 0) + 1
 
     def exit(self, method):
         # The state file is complete: every change was written (and fsynced) before its reply.
@@ -374,6 +437,7 @@ class Fake:
                 and message.get_interface() not in ('org.freedesktop.DBus.Introspectable',
                                                     'org.freedesktop.DBus.Peer')):
             log(f'{message.get_member()} on unknown object {message.get_path()}')
+            self.count(message.get_member())
             connection.send_message(dbus.lowlevel.ErrorMessage(
                 message, 'org.freedesktop.DBus.Error.UnknownObject', f'no object at {message.get_path()}'))
             return dbus.lowlevel.HANDLER_RESULT_HANDLED
@@ -400,12 +464,16 @@ class Fake:
         return None
 
     def set_locked(self, collections, locked):
+        """Locks or unlocks collections, announcing each change as gnome-keyring and KWallet do:
+        PropertiesChanged(Locked) on the collection and its items, then CollectionChanged."""
         for path in collections:
             if (path in self.locked) != locked:
                 (self.locked.add if locked else self.locked.discard)(path)
+                log(f'{"locked" if locked else "unlocked"} {path}')
                 self.objects[path].properties_changed(COLLECTION_IFACE, 'Locked')
                 for item in self.store.items_in(path):
                     self.objects[item].properties_changed(ITEM_IFACE, 'Locked')
+                self.objects[SERVICE_PATH].CollectionChanged(dbus.ObjectPath(path))
 
     def touch(self, collection):
         self.store.collections[collection]['modified'] = int(time.time())
@@ -422,6 +490,7 @@ class Fake:
         else:
             raise not_supported(f'algorithm {algorithm} is not supported')
         self.sessions[path] = session
+        self.sessions_opened += 1
         self.objects[path] = SessionObject(self, path)
         if client not in self.watched_clients:  # a client's sessions end with its connection
             self.watched_clients.add(client)
@@ -450,15 +519,36 @@ class Fake:
         """(unlocked, locked) item paths whose attributes include `attributes`."""
         found = [p for p in self.store.all_items()
                  if self.store.items[p]['collection'] in collections
-                 and attributes.items() <= self.store.items[p]['attributes'].items()]
+                 and attributes.items() <= self.attributes_of(p).items()]
         if self.scenario.params.get('order') == 'reverse':
             found.reverse()
         unlocked = [p for p in found if self.store.items[p]['collection'] not in self.locked]
         locked = [p for p in found if self.store.items[p]['collection'] in self.locked]
         return unlocked, locked
 
+    def attributes_of(self, path):
+        """The attributes clients see: the stored ones, plus in refuses-provider-attributes those
+        KeePassXC 2.7 shows for every entry: its fields UserName, URL, Notes (empty unless stored)
+        and Title (= the label); Uuid and Path, which it computes; FDO_SECRETS_CONTENT_TYPE for
+        content types other than text/plain."""
+        item = self.store.items[path]
+        if not self.scenario.computes_attributes:
+            return dict(item['attributes'])
+        attributes = {'UserName': '', 'URL': '', 'Notes': '', **item['attributes']}
+        attributes['Title'] = item['label']
+        attributes['Uuid'] = hashlib.md5(path.encode()).hexdigest()
+        attributes['Path'] = '/' + item['label']
+        if item['content_type'] != 'text/plain':
+            attributes['FDO_SECRETS_CONTENT_TYPE'] = item['content_type']
+        return attributes
+
     def secret_of(self, path, session):
         item = self.store.items[path]
+        if self.garbled_left > 0 and session.key is not None:
+            self.garbled_left -= 1
+            log(f'garbled-secret: answering for {path} with a secret under another key '
+                f'({self.garbled_left} more to garble)')
+            return session.encode_garbled(item['secret'], item['content_type'])
         return session.encode(item['secret'], item['content_type'])
 
     def create_item(self, collection, label, attributes, secret, content_type, created=None, modified=None):
@@ -498,6 +588,8 @@ class Fake:
     def reset(self):
         self.store.reset()
         self.locked.clear()
+        self.calls.clear()
+        self.sessions_opened = 0
         self.sync_objects()
         self.set_scenario(Scenario('normal'))
 
@@ -521,7 +613,9 @@ class Fake:
         scenario = self.pending or self.scenario
         return {'scenario': {'name': scenario.name, 'params': scenario.params,
                              'active': self.pending is None},
-                'collections': collections, 'items': items, 'sessions': sessions}
+                'collections': collections, 'items': items, 'sessions': sessions,
+                'sessions_opened': self.sessions_opened, 'garbled_left': self.garbled_left,
+                'calls': dict(sorted(self.calls.items()))}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -619,10 +713,10 @@ class ServiceObject(SecretObject):
             locked = [p for p in known if fake.resolve(p) in fake.locked]
             unlocked = [p for p in known if p not in locked]
             prompt = NO_OBJECT
-            if locked and fake.scenario.name in PROMPT_OUTCOMES:
+            outcome = fake.scenario.prompt_outcome()
+            if locked and outcome:
                 prompt = fake.new_path(PROMPT_PREFIX)
-                fake.objects[prompt] = PromptObject(fake, prompt, PROMPT_OUTCOMES[fake.scenario.name],
-                                                    locked, fake.scenario.delay)
+                fake.objects[prompt] = PromptObject(fake, prompt, outcome, locked, fake.scenario.delay)
             else:
                 fake.set_locked({fake.resolve(p) for p in locked}, False)
                 unlocked = known
@@ -633,6 +727,10 @@ class ServiceObject(SecretObject):
     def Lock(self, objects, sender, reply, error):
         def work():
             known = [p for p in objects if self.fake.resolve(p)]
+            if self.fake.scenario.is_kwallet:
+                for p in known:
+                    if self.fake.resolve(p) in self.fake.locked:
+                        raise invalid_args(f"Can't lock object at path {p}")
             self.fake.set_locked({self.fake.resolve(p) for p in known}, True)
             return dbus.Array(known, signature='o'), dbus.ObjectPath(NO_OBJECT)
         self.fake.call('Lock', self, reply, error, work)
@@ -775,28 +873,50 @@ class ItemObject(SecretObject):
             raise is_locked(self.path)
         return item
 
+    def kwallet_item(self):
+        """The item for GetSecret, SetSecret and Delete: IsLocked when locked, except in
+        kwallet-locked, where a locked item is carried on with (KWallet 5.103 accepts SetSecret and
+        Delete on a locked wallet); None then when it is locked (GetSecret answers an empty secret)."""
+        item = self.item()
+        if item['collection'] in self.fake.locked:
+            if not self.fake.scenario.is_kwallet:
+                raise is_locked(self.path)
+            log(f'kwallet-locked: carrying on with locked {self.path}')
+            return None
+        return item
+
     def properties(self):
         item = self.item()
         return {ITEM_IFACE: {
             'Locked': dbus.Boolean(item['collection'] in self.fake.locked),
-            'Attributes': dbus.Dictionary(item['attributes'], signature='ss'),
+            'Attributes': dbus.Dictionary(self.fake.attributes_of(self.path), signature='ss'),
             'Label': dbus.String(item['label']),
             'Created': dbus.UInt64(item['created']),
             'Modified': dbus.UInt64(item['modified'])}}
 
     def set_property(self, interface, name, value):
-        self.unlocked_item()
+        item = self.unlocked_item()
         if name == 'Label':
             self.fake.change_item(self.path, label=str(value))
         elif name == 'Attributes':
-            self.fake.change_item(self.path, attributes={str(k): str(v) for k, v in value.items()})
+            attributes = {str(k): str(v) for k, v in value.items()}
+            if self.fake.scenario.computes_attributes:
+                # KeePassXC 2.7: computed attributes are read-only, and a write merges.
+                # Title is the entry's title, which is the label.
+                refused = sorted(set(attributes) & {'Uuid', 'Path', 'TOTP'})
+                if refused:
+                    raise invalid_args(f'read-only attribute(s): {", ".join(refused)}')
+                label = attributes.pop('Title', item['label'])
+                self.fake.change_item(self.path, label=label, attributes={**item['attributes'], **attributes})
+                return
+            self.fake.change_item(self.path, attributes=attributes)
         else:
             super().set_property(interface, name, value)
 
     @secret_method(ITEM_IFACE, '', 'o')
     def Delete(self, sender, reply, error):
         def work():
-            self.unlocked_item()
+            self.kwallet_item()
             self.fake.delete_item(self.path)
             return (dbus.ObjectPath(NO_OBJECT),)
         self.fake.call('Delete', self, reply, error, work)
@@ -805,7 +925,8 @@ class ItemObject(SecretObject):
     def GetSecret(self, session, sender, reply, error):
         def work():
             transport = self.fake.session(session, sender)
-            self.unlocked_item()
+            if self.kwallet_item() is None:
+                return (transport.encode_empty(),)
             return (self.fake.secret_of(self.path, transport),)
         self.fake.call('GetSecret', self, reply, error, work)
 
@@ -814,7 +935,7 @@ class ItemObject(SecretObject):
         def work():
             session_path, parameters, value, content_type = secret
             data = self.fake.session(session_path, sender).decode(parameters, value)
-            self.unlocked_item()
+            self.kwallet_item()
             self.fake.change_item(self.path, secret=data, content_type=str(content_type))
             return ()
         self.fake.call('SetSecret', self, reply, error, work)
@@ -833,7 +954,8 @@ class SessionObject(SecretObject):
 
 
 class PromptObject(SecretObject):
-    """The prompt Unlock returns in the prompt scenarios. `outcome` is what Prompt() leads to:
+    """The prompt Unlock returns in the prompt scenarios (and kwallet-locked with prompt=never or
+    complete). `outcome` is what Prompt() leads to:
     complete (unlock, Completed(false, ao)), dismiss (Completed(true, ao [])), never (nothing),
     wrong-type (Completed(false, a string)), exit (the service exits with the prompt open)."""
 

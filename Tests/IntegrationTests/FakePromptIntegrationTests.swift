@@ -1,0 +1,122 @@
+import Foundation
+import PingStorage
+import SecretService
+import Testing
+
+extension Integration {
+    /// Prompts, and a provider that exits, as SecretServiceClient sees them (in this process): every
+    /// call ends with the right result or a typed error, at once unless it has to wait for a prompt,
+    /// and a client keeps working once the provider is back.
+    @Suite("Prompts and exits through the fake Secret Service")
+    struct FakePrompts {
+        let login = ObjectPath.fakeLogin
+
+        @Test func unlockThroughAPromptThatCompletes() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.scenario("locked-prompt-completes")
+            let client = fake.client()
+            #expect(try await client.collectionInfo(.default).isLocked)
+            try await client.unlock([login])
+            #expect(try await client.collectionInfo(.default).isLocked == false)
+            #expect(try fake.calls("Prompt") == 1)
+            #expect(try fake.state().collection(fakeLogin)?.locked == false)
+        }
+
+        @Test func unlockThroughADismissedPromptIsPromptDismissed() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.scenario("locked-prompt-dismissed")
+            let client = fake.client()
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await client.unlock([login])
+            }
+            #expect(error?.code == .promptDismissed, "\(String(describing: error))")
+            #expect(elapsed < .seconds(2), "\(elapsed)")
+            #expect(try fake.calls("Prompt") == 1)
+            #expect(try fake.state().collection(fakeLogin)?.locked == true)
+        }
+
+        @Test func unlockThroughAPromptThatNeverCompletesTimesOutAndDismissesIt() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.scenario("prompt-never-completes")
+            let client = fake.client(timeout: .milliseconds(1500))
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await client.unlock([login])
+            }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(elapsed >= .milliseconds(1400) && elapsed < .milliseconds(3500), "at the 1.5 s deadline: \(elapsed)")
+            #expect(try fake.calls("Prompt") == 1)
+            #expect(try await fake.awaitCalls("Dismiss", atLeast: 1) == 1, "the prompt was dismissed:\n\(fake.log)")
+            #expect(try fake.state().collection(fakeLogin)?.locked == true)
+        }
+
+        @Test func promptResultOfTheWrongTypeIsAProtocolErrorAtOnce() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.scenario("prompt-wrong-type")
+            let client = fake.client(timeout: .seconds(10))
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await client.unlock([login])
+            }
+            #expect(error?.code == .protocolError, "\(String(describing: error))")
+            #expect(elapsed < .seconds(2), "when the prompt answers (0.1 s), not at the 10 s deadline: \(elapsed)")
+            #expect(try fake.calls("Prompt") == 1)
+        }
+
+        @Test func unlockWithPromptsOffIsLockedAtOnceAndShowsNoPrompt() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.scenario("locked-prompt-completes")
+            let client = fake.client(timeout: .seconds(10), allowsPrompts: false)
+            #expect(try await client.collectionInfo(.default).isLocked, "connected before the timed call")
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await client.unlock([login])
+            }
+            #expect(error?.code == .locked, "\(String(describing: error))")
+            #expect(elapsed < .seconds(1), "\(elapsed)")
+            #expect(try fake.calls("Unlock") == 1)
+            #expect(try await fake.awaitCalls("Dismiss", atLeast: 1) == 1, "the prompt Unlock returned is dismissed unseen")
+            #expect(try fake.calls("Prompt") == 0, "no Prompt() call:\n\(fake.log)")
+            #expect(try fake.state().collection(fakeLogin)?.locked == true)
+        }
+
+        /// The provider dies on receiving GetSecret: the call ends with a typed error as soon as
+        /// the bus says so, and the same client reads the item once the provider is back.
+        @Test func serviceExitingMidCallEndsTheCallAtOnceAndTheNextCallWorks() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client(timeout: .seconds(20))
+            let item = try await client.createItem(in: .default, label: "kept", attributes: ["account": "A"],
+                                                   secret: SecretValue(bytes: Data("kept".utf8))).path
+            try fake.scenario("exit-mid-call", "method=GetSecret")
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await client.secret(of: item)
+            }
+            #expect(error?.code == .noSecretService, "\(String(describing: error))")
+            #expect(elapsed < .seconds(5), "at once, not at the 20 s deadline: \(elapsed)")
+            try fake.restartAfterExit()
+            #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
+        }
+
+        /// The provider exits while its prompt is open (libsecret waits forever): the call ends at
+        /// once, and after the restart the same client unlocks through a new prompt.
+        @Test func serviceExitingDuringAPromptEndsTheCallAtOnceAndTheNextCallWorks() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client(timeout: .seconds(20))
+            try fake.scenario("prompt-then-exit")
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await client.unlock([login])
+            }
+            #expect(error?.code == .noSecretService, "\(String(describing: error))")
+            #expect(elapsed < .seconds(5), "at once, not at the 20 s deadline: \(elapsed)")
+            try fake.restartAfterExit()
+            try fake.scenario("locked-prompt-completes")
+            try await client.unlock([login])
+            #expect(try fake.state().collection(fakeLogin)?.locked == false)
+            #expect(try fake.calls("Prompt") == 1, "the new provider's prompt")
+        }
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+import PingStorage
+import SecretService
+import Testing
+
+extension Integration {
+    /// The provider quirks SecretService handles in one place (ProviderQuirks, the unlock policy),
+    /// each played by the fake Secret Service (`kwallet-locked`, `refuses-provider-attributes`,
+    /// `garbled-secret`), at the SecretServiceClient and at the KeychainStorage level, in this process.
+    @Suite("Provider quirks through the fake Secret Service")
+    struct FakeQuirks {
+        let account = "acct"
+        let service = KeychainConfiguration.defaultService
+
+        func createItem(_ client: SecretServiceClient, _ value: String,
+                        attributes: [String: String] = ["service": "S", "account": "A"]) async throws -> ItemPath {
+            try await client.createItem(in: .default, label: "theirs", attributes: attributes,
+                                        secret: SecretValue(bytes: Data(value.utf8))).path
+        }
+
+        // MARK: kwallet-locked: an empty secret instead of IsLocked; writes and deletes accepted
+
+        @Test func kwalletLockedSecretIsLockedNeverEmpty() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            try fake.scenario("kwallet-locked", "prompt=never")
+            #expect(try await client.itemInfo(item).isLocked)
+            let found = try await client.searchItems(matching: ["account": "A"])
+            #expect(found.locked == [item] && found.unlocked.isEmpty, "a search reports it locked: \(found)")
+            let getSecretsBefore = try fake.calls("GetSecret")
+
+            let noPrompts = client.with(options: .init(timeout: .seconds(10), allowsPrompts: false))
+            let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await noPrompts.secret(of: item)
+            }
+            #expect(error?.code == .locked, "\(String(describing: error))")
+            #expect(elapsed < .seconds(2), "at once: \(elapsed)")
+            #expect(try fake.calls("GetSecret") > getSecretsBefore, "the fake's empty answer was what the client saw first")
+            #expect(try fake.calls("Prompt") == 0, "no prompt shown")
+            #expect(try fake.state().collection(fakeLogin)?.locked == true)
+        }
+
+        /// With prompts allowed, the empty answer leads to an unlock (at once, or through the
+        /// prompt) and a second GetSecret that reads the value.
+        @Test(arguments: ["none", "complete"])
+        func kwalletLockedSecretIsReadAfterAnUnlock(prompt: String) async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            try fake.scenario("kwallet-locked", "prompt=\(prompt)")
+            #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
+            #expect(try fake.calls("GetSecret") == 2, "the empty answer, then the value")
+            #expect(try fake.calls("Unlock") == 1 && fake.calls("Prompt") == (prompt == "none" ? 0 : 1))
+            #expect(try fake.state().collection(fakeLogin)?.locked == false)
+        }
+
+        /// Nothing remembered: every operation searches, finds the item locked, and needs the
+        /// prompt it may not show.
+        @Test func kwalletLockedKeychainStorageIsLockedAndTouchesNothing() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.seed(account: account, value: "kept", modified: 1_700_000_000)
+            let before = try fake.items()
+            try fake.scenario("kwallet-locked", "prompt=never")
+            let storage = fake.storage(account, allowsPrompts: false)
+            for (name, operation) in [("get", { _ = try await storage.get() }),
+                                      ("save", { try await storage.save(item: "new") }),
+                                      ("delete", { try await storage.delete() })] as [(String, () async throws -> Void)] {
+                let (error, elapsed) = await timedKeychainError(operation)
+                #expect(error?.kind == "locked", "\(name): \(String(describing: error))")
+                #expect(elapsed < .seconds(2), "\(name) at once: \(elapsed)")
+                let after = try fake.items()
+                #expect(after.map(\.path) == before.map(\.path) && after.map(\.secret) == before.map(\.secret),
+                        "\(name) wrote or deleted nothing")
+            }
+            #expect(try fake.calls("Prompt") == 0, "no prompt shown")
+        }
+
+        /// The item is remembered from a read; then the wallet locks (the fake announces it with
+        /// CollectionChanged, as KWallet does). KWallet would accept the Delete and SetSecret of a
+        /// remembered path: the client must notice the lock first.
+        @Test func kwalletLockAfterARememberedReadIsLockedAndTouchesNothing() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try await fake.storage(account).save(item: "kept")
+            let before = try fake.items()
+            let storage = fake.storage(account, allowsPrompts: false)
+            for (name, operation) in [("delete", { try await storage.delete() }),
+                                      ("save", { try await storage.save(item: "new") }),
+                                      ("get", { _ = try await storage.get() })] as [(String, () async throws -> Void)] {
+                try fake.scenario("normal")
+                #expect(try await storage.get() == "kept", "remembered again before the \(name)")
+                try fake.scenario("kwallet-locked", "prompt=never")
+                let (error, elapsed) = await timedKeychainError(operation)
+                #expect(error?.kind == "locked", "\(name): \(String(describing: error))")
+                #expect(elapsed < .seconds(2), "\(name) at once: \(elapsed)")
+                let after = try fake.items()
+                #expect(after.map(\.path) == before.map(\.path) && after.map(\.secret) == before.map(\.secret),
+                        "\(name) wrote or deleted nothing")
+            }
+            #expect(try fake.calls("Prompt") == 0, "no prompt shown")
+        }
+
+        /// With prompts allowed the client unlocks: at once (`prompt=none`) or through a prompt.
+        @Test(arguments: ["none", "complete"])
+        func kwalletLockedWithPromptsAllowedUnlocksAndReads(prompt: String) async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            try fake.seed(account: account, value: "kept", modified: 1_700_000_000)
+            try fake.scenario("kwallet-locked", "prompt=\(prompt)")
+            #expect(try await fake.storage(account).get() == "kept")
+            #expect(try fake.state().collection(fakeLogin)?.locked == false)
+            #expect(try fake.calls("Prompt") == (prompt == "none" ? 0 : 1))
+            try await fake.storage(account).save(item: "new")
+            #expect(try fake.items().map(\.secret) == [storedJSON("new")])
+        }
+
+        // MARK: refuses-provider-attributes: KeePassXC's computed attributes cannot be written
+
+        @Test func updateItemLeavesOutTheProviderOwnAttributesAndRetries() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            try fake.scenario("refuses-provider-attributes")
+            let info = try await client.itemInfo(item)
+            let uuid = try #require(info.attributes["Uuid"], "the fake shows KeePassXC's attributes: \(info.attributes)")
+            #expect(info.attributes["Path"] == "/theirs")
+
+            // What a read-modify-write sends: everything read, plus ours (and a TOTP, also refused).
+            var wanted = info.attributes
+            wanted["username"] = "A"
+            wanted["extra"] = "1"
+            wanted["TOTP"] = "otpauth://totp/x"
+            try await client.updateItem(item, attributes: wanted)
+
+            let after = try await client.itemInfo(item)
+            #expect(after.attributes["username"] == "A" && after.attributes["extra"] == "1", "\(after.attributes)")
+            #expect(after.attributes["service"] == "S" && after.attributes["account"] == "A")
+            #expect(after.attributes["Uuid"] == uuid && after.attributes["Path"] == "/theirs", "the provider's kept")
+            let stored = try #require(try fake.state().items.first).attributes
+            #expect(stored["username"] == "A" && stored["extra"] == "1")
+            #expect(stored["Uuid"] == nil && stored["Path"] == nil && stored["TOTP"] == nil, "left out: \(stored)")
+            #expect(try fake.calls("Set") == 2, "refused once, accepted without the provider's own attributes")
+        }
+
+        /// An item another tool wrote (service and account, its own label and attributes) is
+        /// adopted by a save: still one item, our attributes and label added, the provider's and
+        /// the tool's kept.
+        @Test func saveAdoptsAnItemAnotherToolWroteDespiteTheRefusal() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let seeded = try fake.control([
+                "add-item", "--collection", "login", "--label", "written elsewhere",
+                "--attr", "service=\(service)", "--attr", "account=\(account)", "--attr", "application=other-tool",
+                "--secret-base64", storedJSON("theirs").base64EncodedString(), "--modified", "1700000000",
+            ]).trimmingCharacters(in: .whitespacesAndNewlines)
+            try fake.scenario("refuses-provider-attributes")
+            let storage = fake.storage(account)
+            #expect(try await storage.get() == "theirs")
+            try await storage.save(item: "ours")
+
+            let items = try fake.state().items
+            #expect(items.count == 1, "\(items.map(\.path))")
+            let item = try #require(items.first)
+            #expect(item.path == seeded, "adopted in place")
+            #expect(item.secretBytes == storedJSON("ours"))
+            #expect(item.label == "\(account) (\(service))")
+            #expect(item.attributes["username"] == account, "\(item.attributes)")
+            #expect(item.attributes["xdg:schema"] == "com.pingidentity.PingStorage")
+            #expect(item.attributes["application"] == "other-tool" && item.attributes["service"] == service
+                    && item.attributes["account"] == account, "the other tool's attributes kept")
+            #expect(item.attributes["Uuid"] == nil && item.attributes["Path"] == nil, "never written")
+            let info = try #require(try await storage.itemInfo())
+            #expect(info.attributes["Uuid"] != nil && info.attributes["Path"] == "/\(account) (\(service))",
+                    "the provider's computed attributes are still there: \(info.attributes)")
+            #expect(try await storage.get() == "ours")
+        }
+
+        // MARK: garbled-secret: an unlocked item's secret the session key cannot decrypt
+
+        @Test func garbledSecretOpensANewSessionAndReadsTheValue() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            let opened = try fake.state().sessionsOpened
+            try fake.scenario("garbled-secret", "times=1")
+            #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
+            let state = try fake.state()
+            #expect(state.garbledLeft == 0, "the garbled answer was sent")
+            #expect(state.sessionsOpened == opened + 1, "one new session: \(opened) → \(state.sessionsOpened)")
+            #expect(try fake.calls("GetSecret") == 2)
+            // The new session stays in use.
+            #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
+            #expect(try fake.state().sessionsOpened == opened + 1)
+        }
+
+        /// A secret that stays undecodable (three answers in a row) is a typed error after the two
+        /// retries on new sessions, never an empty or corrupt value.
+        @Test func secretThatStaysUndecodableIsATypedError() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            let opened = try fake.state().sessionsOpened
+            try fake.scenario("garbled-secret", "times=3")
+            let error = await secretServiceError { () async throws(SecretServiceError) in
+                try await client.secret(of: item)
+            }
+            #expect(error?.code == .disconnected, "\(String(describing: error))")
+            #expect(try fake.state().sessionsOpened == opened + 2)
+            #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8), "the next call reads it")
+        }
+
+        @Test func keychainStorageReadsThroughAGarbledAnswer() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let storage = fake.storage(account)
+            try await storage.save(item: "kept")
+            let opened = try fake.state().sessionsOpened
+            try fake.scenario("garbled-secret", "times=1")
+            #expect(try await storage.get() == "kept")
+            let state = try fake.state()
+            #expect(state.garbledLeft == 0 && state.sessionsOpened == opened + 1)
+            #expect(state.items.map(\.secretBytes) == [storedJSON("kept")], "nothing rewritten")
+        }
+    }
+}
