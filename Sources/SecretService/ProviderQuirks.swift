@@ -49,6 +49,15 @@ enum ProviderQuirks {
         decoded == nil || decoded?.bytes.isEmpty == true
     }
 
+    /// Whether a write to an item (its secret, attributes or label, or its deletion) must first
+    /// check that the item is unlocked: KWallet 5.103 accepts all of them on a locked wallet
+    /// without answering IsLocked, so a write would change a keyring the user locked. GNOME
+    /// Keyring and KeePassXC answer IsLocked themselves and are spared the extra round trip;
+    /// providers not known are checked.
+    static func checksLockBeforeWriting(_ kind: ProviderKind) -> Bool {
+        kind != .gnomeKeyring && kind != .keepassxc
+    }
+
     // MARK: Attributes
 
     /// Attributes KeePassXC 2.7 computes for every item and refuses in a write (InvalidArgs):

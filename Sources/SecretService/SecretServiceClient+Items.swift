@@ -98,7 +98,7 @@ extension SecretServiceClient {
     @discardableResult
     public func setSecret(_ value: SecretValue, of path: ItemPath) async throws(SecretServiceError) -> ChangeToken {
         try await perform("write secret") { session, deadline throws(SecretServiceError) in
-            try await unlockingOnce(path.objectPath, session, deadline, operation: "write secret") { () async throws(SecretServiceError) in
+            try await unlockingOnce(path.objectPath, session, deadline, operation: "write secret", writing: true) { () async throws(SecretServiceError) in
                 try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
                                        .tuple([.prebuilt(session.crypto.encode(value))]),
                                        operation: "write secret", deadline: deadline).token
@@ -114,7 +114,7 @@ extension SecretServiceClient {
         try await perform("update item") { session, deadline throws(SecretServiceError) in
             let operation = "update item"
             func set(_ property: String, _ value: Argument) async throws(SecretServiceError) {
-                _ = try await unlockingOnce(path.objectPath, session, deadline, operation: operation) { () async throws(SecretServiceError) in
+                _ = try await unlockingOnce(path.objectPath, session, deadline, operation: operation, writing: true) { () async throws(SecretServiceError) in
                     try await session.call(path.objectPath, "org.freedesktop.DBus.Properties", "Set",
                                            .tuple([.string("org.freedesktop.Secret.Item"), .string(property), .variant(value)]),
                                            operation: operation, deadline: deadline)
@@ -186,7 +186,7 @@ extension SecretServiceClient {
         try await perform("delete item") { session, deadline throws(SecretServiceError) in
             let operation = "delete item"
             do throws(SecretServiceError) {
-                return try await unlockingOnce(path.objectPath, session, deadline, operation: operation) { () async throws(SecretServiceError) in
+                return try await unlockingOnce(path.objectPath, session, deadline, operation: operation, writing: true) { () async throws(SecretServiceError) in
                     let reply = try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "Delete",
                                                        operation: operation, deadline: deadline)
                     let prompt = ObjectPath(trusted: try reply.body("(o)", in: operation).child(0).string)

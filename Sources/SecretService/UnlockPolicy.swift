@@ -34,9 +34,15 @@ extension SecretServiceClient {
     }
 
     /// Runs `body`; when it fails because `path` is locked, unlocks `path` per the policy and runs
-    /// it once more.
+    /// it once more. For a write to an item (`writing`), a provider that does not say IsLocked
+    /// (``ProviderQuirks/checksLockBeforeWriting(_:)``) has the item's lock state read first.
     func unlockingOnce<Value>(_ path: ObjectPath, _ session: ProviderSession, _ deadline: Deadline, operation: String,
+                              writing: Bool = false,
                               _ body: () async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
+        if writing, ProviderQuirks.checksLockBeforeWriting(session.kind), let item = try? ItemPath(path),
+           try await itemInfo(item, session, deadline).isLocked {
+            try await unlock([path], session, deadline, operation: operation)
+        }
         do throws(SecretServiceError) {
             return try await body()
         } catch where error.code == .locked {

@@ -42,6 +42,32 @@ extension Integration {
             #expect(try fake.state().collection(fakeLogin)?.locked == true)
         }
 
+        /// A provider that accepts writes and deletes on a locked item (KWallet): the client reads
+        /// the lock state first, so with prompts off the keyring the user locked stays as it is.
+        @Test func kwalletLockedItemIsNeitherWrittenNorDeletedByTheClient() async throws {
+            try Harness.requireHarness()
+            let fake = try FakeSecretServiceInstance()
+            let client = fake.client()
+            let item = try await createItem(client, "kept")
+            try fake.scenario("kwallet-locked", "prompt=never")
+            let noPrompts = client.with(options: .init(timeout: .seconds(10), allowsPrompts: false))
+            let write = await secretServiceError { () async throws(SecretServiceError) in
+                try await noPrompts.setSecret(SecretValue(bytes: Data("overwritten".utf8)), of: item)
+            }
+            #expect(write?.code == .locked, "\(String(describing: write))")
+            let update = await secretServiceError { () async throws(SecretServiceError) in
+                try await noPrompts.updateItem(item, label: "renamed")
+            }
+            #expect(update?.code == .locked, "\(String(describing: update))")
+            let delete = await secretServiceError { () async throws(SecretServiceError) in
+                try await noPrompts.deleteItem(item)
+            }
+            #expect(delete?.code == .locked, "\(String(describing: delete))")
+            #expect(try fake.calls("SetSecret") == 0 && fake.calls("Delete") == 0, "nothing reached the provider")
+            let stored = try fake.items().first { $0.path == item.rawValue }
+            #expect(stored?.secret == Data("kept".utf8))
+        }
+
         /// With prompts allowed, the empty answer leads to an unlock (at once, or through the
         /// prompt) and a second GetSecret that reads the value.
         @Test(arguments: ["none", "complete"])

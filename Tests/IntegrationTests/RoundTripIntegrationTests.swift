@@ -15,6 +15,9 @@ extension Integration {
             try Harness.requireHarness()
             let fake = try PrivateProvider()
             let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
+            // A provider not known to answer IsLocked (the fake) has an item's lock state read before
+            // each write to it (ProviderQuirks.checksLockBeforeWriting); GNOME Keyring does not.
+            let lockCheck = provider == "fake" ? ["GetAll"] : []
             let calls = { SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
             let storage = KeychainStorage<String>(account: uniqueAccount(), configuration: configuration)
             // Connecting, reading the alias: once per process.
@@ -27,7 +30,7 @@ extension Integration {
             #expect(try await storage.get() == "one")
             #expect(calls() == ["GetSecret"], "get of the remembered item: 1 round trip")
             try await storage.save(item: "two")
-            #expect(calls() == ["GetSecret", "SetSecret"], "save of the remembered item: 2 round trips")
+            #expect(calls() == ["GetSecret"] + lockCheck + ["SetSecret"], "save of the remembered item: 2 round trips")
             try await storage.save(item: "two")
             #expect(calls() == ["GetSecret"], "an unchanged value is not written")
 
@@ -38,7 +41,7 @@ extension Integration {
             #expect(calls().sorted() == ["GetAll", "GetSecret", "SearchItems", "SearchItems"],
                     "get after a change: both searches at once, then the item and its secret at once: 2 round trips")
             try await storage.delete()
-            #expect(calls() == ["Delete"], "delete of the remembered item: 1 round trip")
+            #expect(calls() == lockCheck + ["Delete"], "delete of the remembered item: 1 round trip")
             try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).save(item: "x")
             #expect(calls().sorted() == ["CreateItem", "GetAll", "SearchItems", "SearchItems"],
                     "save of a new account after a change: both searches, the collection's lock state, CreateItem: 3")

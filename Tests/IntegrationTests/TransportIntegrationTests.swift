@@ -113,7 +113,7 @@ extension Integration {
             }.value
             while !FileManager.default.fileExists(atPath: ready) { try await Task.sleep(for: .milliseconds(20)) }
             provider.killBus()
-            FileManager.default.createFile(atPath: go, contents: nil)
+            _ = FileManager.default.createFile(atPath: go, contents: nil)
             let result = try await child
             #expect(result.status == 0, "the process survived: \(result.output) \(result.stderr)")
             let lines = result.output.split(separator: "\n").map(String.init)
