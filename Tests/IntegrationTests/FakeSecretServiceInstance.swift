@@ -7,12 +7,17 @@ import Testing
 /// keyring of the test run: each test gets a fresh one, drives it with `control`, and points the
 /// library under test (in this process) at ``busAddress``.
 final class FakeSecretServiceInstance: @unchecked Sendable {
-    // @unchecked Sendable: `service` is only replaced by start(), which tests call from one task
-    // at a time; everything else is immutable after init.
+    // @unchecked Sendable: `current` is only read or replaced under `lock`; everything else is
+    // immutable after init.
     let directory: String
     let busAddress: String
     private let bus: BackgroundProcess
-    private var service: LoggedProcess?
+    private let lock = NSLock()
+    private var current: LoggedProcess?
+    private var service: LoggedProcess? {
+        get { lock.withLock { current } }
+        set { lock.withLock { current = newValue } }
+    }
     private let dbusTest: String
 
     init(scenario: String = "normal") throws {

@@ -135,11 +135,12 @@ extension Integration.PingKeyring {
         #expect(refused.stderr.contains("--raw"), "the message says what to do")
         #expect(!refused.stderr.contains("opaque"), "the message never quotes the value")
 
-        #expect(try pingKeyring(["get", "--account", account, "--raw"]).stdout == Data("opaque bytes".utf8))
-        let raw = try jsonObject(try pingKeyring(["get", "--account", account, "--raw", "--json"]))
-        #expect(raw["value"] as? String == "opaque bytes")
-        #expect(raw["encoding"] as? String == "utf8")
-        #expect(raw["encrypted"] as? String == "unknown")
+        let raw = try pingKeyring(["get", "--account", account, "--raw"])
+        #expect(raw.stdout == Data("opaque bytes".utf8), "status \(raw.status), \(raw.stdout.count) bytes, stderr: \(raw.stderr)")
+        let rawJSON = try jsonObject(try pingKeyring(["get", "--account", account, "--raw", "--json"]))
+        #expect(rawJSON["value"] as? String == "opaque bytes")
+        #expect(rawJSON["encoding"] as? String == "utf8")
+        #expect(rawJSON["encrypted"] as? String == "unknown")
         #expect(try SecretTool.lookup(lookup(account)) == Data("opaque bytes".utf8), "left unchanged")
     }
 

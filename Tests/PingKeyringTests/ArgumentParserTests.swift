@@ -107,7 +107,11 @@ struct ArgumentParserTests {
         #expect(try collection("session") == .session)
         #expect(try collection("work") == .alias("work"))
         #expect(try collection("/org/freedesktop/secrets/collection/login") == .path(try ObjectPath("/org/freedesktop/secrets/collection/login")))
-        guard case .run(_, let options) = try parse("list") else { return }
+        let parsed = try parse("list")
+        guard case .run(_, let options) = parsed else {
+            Issue.record("'list' did not parse as a command: \(parsed)")
+            return
+        }
         #expect(options.collection == nil, "no --collection: the library's default ($PINGSTORAGE_COLLECTION, else 'default')")
     }
 
