@@ -113,8 +113,8 @@ struct PingStorageBenchmark {
         let client = SecretServiceClient()
 
         progress("connecting and storing the population")
-        let transport = try await client.transportAlgorithm()
         let provider = try await client.provider()
+        let transport = provider.transportAlgorithm
         let collectionPath = try await client.collectionPath(.default)
         try await storeFillerPopulation()
         let raw = try await RawLibsecretContender(worker: worker, sizes: options.sizes)
@@ -157,7 +157,7 @@ struct PingStorageBenchmark {
         let report = Report(
             date: ISO8601DateFormatter().string(from: Date()),
             machine: .current,
-            provider: .init(executable: provider.executable ?? "pid \(provider.processID)", transport: transport,
+            provider: .init(executable: provider.executable ?? "pid \(provider.processID.map(String.init) ?? "unknown")", transport: transport,
                             collection: "\(collectionPath) (alias default)"),
             settings: .init(rounds: options.rounds, seed: options.seed, readsPerBatch: options.sizes.reads,
                             writesPerBatch: options.sizes.writes, externalPerBatch: options.sizes.external,
