@@ -1,3 +1,4 @@
+import PingStorage
 /// `ping-keyring completion bash`: a bash completion script generated from ``CommandTable``.
 ///
 /// It completes command names (and `help COMMAND`), the options of the command on the line and

@@ -1,3 +1,4 @@
+import PingStorage
 /// `ping-keyring man`: the manual page, section 1, in roff (the `man` macros), generated from
 /// ``CommandTable``: synopsis, description, every visible command with its options, the global
 /// options, exit statuses, environment, completion and the man page itself.

@@ -1,3 +1,4 @@
+import PingStorage
 import Foundation
 
 /// The `ping-keyring` command-line tool, as a function from arguments to output: parsing,

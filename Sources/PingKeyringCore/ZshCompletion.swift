@@ -1,3 +1,4 @@
+import PingStorage
 /// `ping-keyring completion zsh`: a zsh completion function generated from ``CommandTable``.
 ///
 /// It completes command names (and `help COMMAND`) with their summaries, each command's options
