@@ -1,3 +1,4 @@
+import PingStorage
 import Foundation
 import Testing
 @testable import PingKeyringCore
