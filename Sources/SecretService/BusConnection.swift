@@ -218,6 +218,9 @@ struct MethodCall: Sendable {
     var arguments: Argument?
     /// A `GetNameOwner` of `org.freedesktop.secrets`, whose answer the router records in order.
     var isOwnerQuery = false
+    /// File descriptors sent with the call (`.handle(i)` refers to the i-th); the message keeps
+    /// duplicates of them, so the caller still owns and closes its own.
+    var fileDescriptors: [Int32] = []
 
     /// A call to the bus itself.
     static func bus(member: String, arguments: Argument?) -> MethodCall {
@@ -229,6 +232,12 @@ struct MethodCall: Sendable {
     func message() -> OpaquePointer {
         let message = g_dbus_message_new_method_call(destination, path.rawValue, interface, member)!
         if let arguments { g_dbus_message_set_body(message, arguments.build()) }
+        if !fileDescriptors.isEmpty {
+            let list = g_unix_fd_list_new()!
+            defer { g_object_unref(UnsafeMutableRawPointer(list)) }
+            for descriptor in fileDescriptors { _ = g_unix_fd_list_append(list, descriptor, nil) }
+            g_dbus_message_set_unix_fd_list(message, list)
+        }
         return message
     }
 }

@@ -100,6 +100,22 @@ final class LoopThread: Sendable {
         g_source_unref(source)  // the context keeps it until it has fired
     }
 
+    /// Calls `ready` on the loop thread whenever `descriptor` is readable (or hung up), until it
+    /// returns false or the returned handle is cancelled. Callable from any thread.
+    func watch(readable descriptor: Int32, _ ready: @escaping @Sendable () -> Bool) -> WatchHandle {
+        let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
+        let source = g_unix_fd_source_new(descriptor, condition)!
+        let callback: @convention(c) (Int32, GIOCondition, gpointer?) -> gboolean = { _, _, data in
+            Unmanaged<LoopCondition>.fromOpaque(data!).takeUnretainedValue().body() ? 1 : 0
+        }
+        g_source_set_callback(source, unsafeBitCast(callback, to: GSourceFunc.self),
+                              Unmanaged.passRetained(LoopCondition(ready)).toOpaque(), { data in
+            Unmanaged<LoopCondition>.fromOpaque(data!).release()
+        })
+        g_source_attach(source, context.value)
+        return WatchHandle(source: LoopBound(source))
+    }
+
     /// A delay in whole milliseconds, rounded up, clamped to 0...UInt32.max: a `Duration` of
     /// `.seconds(Int64.max)` must not trap.
     static func milliseconds(_ delay: Duration) -> UInt32 {
@@ -119,6 +135,21 @@ final class LoopThread: Sendable {
 struct LoopBound<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// A watch of ``LoopThread/watch(readable:_:)``; `cancel` stops it (from any thread).
+struct WatchHandle: Sendable {
+    let source: LoopBound<UnsafeMutablePointer<GSource>>
+    func cancel() {
+        // g_source_destroy is thread-safe; the context drops its reference once destroyed.
+        g_source_destroy(source.value)
+        g_source_unref(source.value)
+    }
+}
+
+private final class LoopCondition: Sendable {
+    let body: @Sendable () -> Bool
+    init(_ body: @escaping @Sendable () -> Bool) { self.body = body }
 }
 
 private final class LoopWork: Sendable {

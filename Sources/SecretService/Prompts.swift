@@ -14,10 +14,11 @@ enum Prompts {
                     deadline: Deadline) async throws(SecretServiceError) -> Variant? {
         guard path != .none else { return nil }
         let router = session.bus.router
-        let waiter = OneShot<PromptCompletion>(operation: operation, deadline: deadline)
-        let completion = try await waiter.value { waiter in
-            let expected = router.expectPrompt(path, .init(owner: session.owner, operation: operation) { waiter.finish($0) })
-            guard expected else {
+        let waiter = OneShot<Variant>(operation: operation, deadline: deadline)
+        let completed = try await waiter.value { waiter in
+            let signal = SignalRouter.AwaitedSignal(sender: session.owner, interface: "org.freedesktop.Secret.Prompt",
+                                                    member: "Completed", operation: operation) { waiter.finish($0) }
+            guard router.awaitSignal(signal, on: path, fromProvider: true) else {
                 waiter.finish(.failure(.disconnected(operation, detail: "the keyring service changed before its prompt ran")))
                 return
             }
@@ -29,21 +30,24 @@ enum Prompts {
                 if case .failure(let error) = reply { waiter.finish(.failure(error)) }
             }
             waiter.onEnd { result in
-                router.forgetPrompt(path)
+                router.stopAwaiting(on: path)
                 if let serial { router.forget(serial: serial) }
                 guard case .failure(let error) = result, error.code == .timedOut || error.code == .cancelled else { return }
                 LoopThread.shared.assertCurrent("deadlines and cancellations end on the loop thread")
                 dismiss(path, in: session)
             }
         }
-        if completion.dismissed {
+        guard completed.isOfType("(bv)") else {
+            throw .protocolError(operation, detail: "Completed of type \(completed.typeString)")
+        }
+        if completed.child(0).boolean {
             throw .promptDismissed(operation, detail: "prompt \(path)")
         }
-        guard completion.result.isOfType(resultType) else {
-            throw .protocolError(operation, detail: "the prompt's result has type \(completion.result.typeString), "
-                                 + "not \(resultType)")
+        let result = completed.child(1).unboxed
+        guard result.isOfType(resultType) else {
+            throw .protocolError(operation, detail: "the prompt's result has type \(result.typeString), not \(resultType)")
         }
-        return completion.result
+        return result
     }
 
     /// Asks the provider to close the prompt at `path` (no answer awaited).

@@ -136,6 +136,17 @@ final class ProviderLink: Sendable {
         }
     }
 
+    /// The open bus connection, or a new one (without a Secret Service session: for the portal).
+    func busConnection(deadline: Deadline) async throws(SecretServiceError) -> BusConnection {
+        if let open = state.withLock({ $0.connection }), !open.isClosed { return open }
+        let opened = try await BusConnection.open(bus, deadline: deadline)
+        return state.withLock { state in
+            if let open = state.connection, !open.isClosed { return open }
+            state.connection = opened
+            return opened
+        }
+    }
+
     /// Forgets `session` if it is still the current one, so the next call opens another.
     func invalidate(_ session: ProviderSession) {
         state.withLock { state in

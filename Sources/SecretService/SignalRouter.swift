@@ -2,17 +2,17 @@ internal import CLibSecret
 import Locking
 
 /// What the message filter of one ``BusConnection`` does, and the state it keeps: the calls
-/// waiting for replies (by serial: serials are per connection), the prompts waiting for
-/// `Completed`, who owns `org.freedesktop.secrets`, and the count of changes behind
-/// ``ChangeToken``.
+/// waiting for replies (by serial: serials are per connection), the signals awaited (a prompt's
+/// `Completed`, a portal request's `Response`), who owns `org.freedesktop.secrets`, and the count
+/// of changes behind ``ChangeToken``.
 ///
 /// `receive` runs on GDBus's reader thread, one message at a time, in the order they arrived, so
 /// a change signal is always counted before the reply that follows it is handed over.
 ///
 /// Signals are believed only from whom they can come from: `NameOwnerChanged` from the bus
 /// itself (`org.freedesktop.DBus`), Secret Service signals from the provider process this
-/// connection knows as the owner. Anyone can send a signal to our unique name; such signals are
-/// ignored.
+/// connection knows as the owner, an awaited signal from the process it was awaited from. Anyone
+/// can send a signal to our unique name; such signals are ignored.
 final class SignalRouter: Sendable {
     struct PendingReply: Sendable {
         /// Whom the call went to: the provider's unique name, or the bus.
@@ -26,15 +26,21 @@ final class SignalRouter: Sendable {
         let deliver: @Sendable (Result<Reply, SecretServiceError>) -> Void
     }
 
-    struct PendingPrompt: Sendable {
-        let owner: String
+    /// A signal awaited from one process: a prompt's `Completed`, a portal request's `Response`.
+    struct AwaitedSignal: Sendable {
+        /// The unique name of the process it must come from.
+        let sender: String
+        let interface: String
+        let member: String
         let operation: String
-        let deliver: @Sendable (Result<PromptCompletion, SecretServiceError>) -> Void
+        /// Gets the signal's body, or why it will not come.
+        let deliver: @Sendable (Result<Variant, SecretServiceError>) -> Void
     }
 
     private struct State {
         var replies: [UInt32: PendingReply] = [:]
-        var prompts: [String: PendingPrompt] = [:]
+        /// Awaited signals by object path.
+        var awaited: [String: AwaitedSignal] = [:]
         var owner: String?
         var changes: UInt64 = 0
         var closed = false
@@ -77,17 +83,17 @@ final class SignalRouter: Sendable {
 
     func forget(serial: UInt32) { _ = state.withLock { $0.replies.removeValue(forKey: serial) } }
 
-    /// Expects `Completed` from `owner` on `path`; false when the connection closed or the owner
-    /// changed already.
-    func expectPrompt(_ path: ObjectPath, _ pending: PendingPrompt) -> Bool {
+    /// Awaits `signal` on `path`; false when the connection closed, or when the signal is awaited
+    /// from the Secret Service provider (`fromProvider`) and that provider changed already.
+    func awaitSignal(_ signal: AwaitedSignal, on path: ObjectPath, fromProvider: Bool) -> Bool {
         state.withLock { state in
-            guard !state.closed, state.owner == pending.owner else { return false }
-            state.prompts[path.rawValue] = pending
+            guard !state.closed, !fromProvider || state.owner == signal.sender else { return false }
+            state.awaited[path.rawValue] = signal
             return true
         }
     }
 
-    func forgetPrompt(_ path: ObjectPath) { _ = state.withLock { $0.prompts.removeValue(forKey: path.rawValue) } }
+    func stopAwaiting(on path: ObjectPath) { _ = state.withLock { $0.awaited.removeValue(forKey: path.rawValue) } }
 
     /// Handles one incoming message; true when it was a reply to one of our calls (consumed:
     /// released here).
@@ -145,73 +151,70 @@ final class SignalRouter: Sendable {
             return
         }
         let path = g_dbus_message_get_path(message).map { String(cString: $0) } ?? ""
-        let prompt: PendingPrompt? = state.withLock { state in
-            guard sender == state.owner else { return nil }  // not the provider we talk to
-            switch (interface, member) {
-            case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"):
-                state.changes += 1
-            case ("org.freedesktop.Secret.Service", let member) where member.hasPrefix("Collection"):
-                // CollectionCreated/Deleted/Changed (lock state among others): KWallet, locked,
-                // still answers GetSecret with an empty secret, so nothing learned about a
-                // collection's items survives this.
-                state.changes += 1
-            case ("org.freedesktop.Secret.Prompt", "Completed"):
-                return state.prompts.removeValue(forKey: path)
-            default:
-                break
+        let awaited: AwaitedSignal? = state.withLock { state in
+            if sender == state.owner {
+                switch (interface, member) {
+                case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"):
+                    state.changes += 1
+                case ("org.freedesktop.Secret.Service", let member) where member.hasPrefix("Collection"):
+                    // CollectionCreated/Deleted/Changed (lock state among others): KWallet, locked,
+                    // still answers GetSecret with an empty secret, so nothing learned about a
+                    // collection's items survives this.
+                    state.changes += 1
+                default:
+                    break
+                }
             }
-            return nil
+            guard let awaited = state.awaited[path], awaited.sender == sender, awaited.interface == interface,
+                  awaited.member == member else { return nil }
+            state.awaited[path] = nil
+            return awaited
         }
-        guard let prompt else { return }
-        guard let body, body.isOfType("(bv)") else {
-            prompt.deliver(.failure(.protocolError(prompt.operation, detail: "Completed of type \(body?.typeString ?? "()")")))
+        guard let awaited else { return }
+        guard let body else {
+            awaited.deliver(.failure(.protocolError(awaited.operation, detail: "\(member) without arguments")))
             return
         }
-        prompt.deliver(.success(PromptCompletion(dismissed: body.child(0).boolean, result: body.child(1).unboxed)))
+        awaited.deliver(.success(body))
     }
 
     /// The bus says `org.freedesktop.secrets` changed hands: calls and prompts addressed to the
     /// old owner end now (libsecret and the bus would leave a prompt waiting forever).
     private func ownerChanged(from oldOwner: String, to newOwner: String) {
-        let (replies, prompts) = state.withLock { state -> ([PendingReply], [PendingPrompt]) in
+        let (replies, signals) = state.withLock { state -> ([PendingReply], [AwaitedSignal]) in
             state.owner = newOwner.isEmpty ? nil : newOwner
             state.changes += 1
             guard !oldOwner.isEmpty else { return ([], []) }
             let replies = state.replies.filter { $0.value.destination == oldOwner }
             for serial in replies.keys { state.replies[serial] = nil }
-            let prompts = state.prompts.filter { $0.value.owner == oldOwner }
-            for path in prompts.keys { state.prompts[path] = nil }
-            return (Array(replies.values), Array(prompts.values))
+            let signals = state.awaited.filter { $0.value.sender == oldOwner }
+            for path in signals.keys { state.awaited[path] = nil }
+            return (Array(replies.values), Array(signals.values))
         }
-        guard !replies.isEmpty || !prompts.isEmpty else { return }
+        guard !replies.isEmpty || !signals.isEmpty else { return }
         LoopThread.shared.perform {
             for pending in replies {
                 pending.deliver(.failure(.disconnected(pending.operation, detail: "\(oldOwner) left the bus during the call")))
             }
-            for pending in prompts {
-                pending.deliver(.failure(.disconnected(pending.operation, detail: "\(oldOwner) left the bus during the prompt")))
+            for awaited in signals {
+                awaited.deliver(.failure(.disconnected(awaited.operation, detail: "\(oldOwner) left the bus before its \(awaited.member)")))
             }
         }
     }
 
     /// The connection is closed: everything waiting on it ends now, and nothing more is sent.
     func connectionClosed(reason: String) {
-        let (replies, prompts) = state.withLock { state -> ([PendingReply], [PendingPrompt]) in
+        let (replies, signals) = state.withLock { state -> ([PendingReply], [AwaitedSignal]) in
             state.closed = true
             state.changes += 1
-            defer { state.replies = [:]; state.prompts = [:] }
-            return (Array(state.replies.values), Array(state.prompts.values))
+            defer { state.replies = [:]; state.awaited = [:] }
+            return (Array(state.replies.values), Array(state.awaited.values))
         }
-        guard !replies.isEmpty || !prompts.isEmpty else { return }
+        guard !replies.isEmpty || !signals.isEmpty else { return }
         LoopThread.shared.perform {
             for pending in replies { pending.deliver(.failure(.disconnected(pending.operation, detail: reason))) }
-            for pending in prompts { pending.deliver(.failure(.disconnected(pending.operation, detail: reason))) }
+            for awaited in signals { awaited.deliver(.failure(.disconnected(awaited.operation, detail: reason))) }
         }
     }
 }
 
-/// What a prompt's `Completed` signal said.
-struct PromptCompletion: Sendable {
-    let dismissed: Bool
-    let result: Variant
-}

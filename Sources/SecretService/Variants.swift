@@ -10,6 +10,8 @@ indirect enum Argument: Sendable {
     case objectPath(ObjectPath)
     case boolean(Bool)
     case uint32(UInt32)
+    /// `h`: an index into the message's file descriptors.
+    case handle(Int32)
     case objectPaths([ObjectPath])
     /// `a{ss}`, sorted by name.
     case attributes([String: String])
@@ -29,6 +31,7 @@ indirect enum Argument: Sendable {
         case .objectPath(let path): return g_variant_new_object_path(path.rawValue)!
         case .boolean(let value): return g_variant_new_boolean(value ? 1 : 0)!
         case .uint32(let value): return g_variant_new_uint32(value)!
+        case .handle(let index): return g_variant_new_handle(index)!
         case .objectPaths(let paths):
             return Self.array(of: "o", paths.map { g_variant_new_object_path($0.rawValue) })
         case .attributes(let attributes):

@@ -9,6 +9,8 @@
 #define SECRET_API_SUBJECT_TO_CHANGE 1
 #include <libsecret/secret.h>
 #include <gio/gio.h>
+#include <gio/gunixfdlist.h>
+#include <glib-unix.h>
 
 // SECRET_ERROR, G_IO_ERROR and G_DBUS_ERROR are macros that call the quark functions.
 GQuark clibsecret_secret_error_quark(void);
