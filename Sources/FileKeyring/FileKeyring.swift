@@ -94,7 +94,13 @@ public final class FileKeyring: Sendable {
     /// throws (then nothing is written), ``FileKeyringError/Code/invalidItem`` for an item with a
     /// NUL in a string, and ``FileKeyringError/Code/io`` when writing fails (the old file stays).
     public func modify<R>(_ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R) throws(FileKeyringError) -> R {
-        let lock = try KeyringLock.acquire(lockPath, timeout: lockTimeout)
+        try modify(waitingAtMost: lockTimeout, body)
+    }
+
+    /// ``modify(_:)``, waiting at most `timeout` for another writer's lock instead of ``lockTimeout``.
+    public func modify<R>(waitingAtMost timeout: Duration,
+                          _ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R) throws(FileKeyringError) -> R {
+        let lock = try KeyringLock.acquire(lockPath, timeout: timeout)
         return try transaction(holding: lock, body)
     }
 
@@ -121,8 +127,11 @@ public final class FileKeyring: Sendable {
                 records.append(origin.record)
                 continue
             }
-            // A changed item whose modification time the caller left alone was modified now.
-            if let origin = item.origin, item.modified == origin.modified { item.modified = max(now, origin.modified) }
+            // An item whose content changed and whose modification time the caller left alone was
+            // modified now.
+            if let origin = item.origin, !item.hasOriginalContent, item.modified == origin.modified {
+                item.modified = max(now, origin.modified)
+            }
             try item.validate(index: index)
             records.append(try encrypt(item, key: key))
         }

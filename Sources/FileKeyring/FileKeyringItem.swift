@@ -70,8 +70,14 @@ public struct FileKeyringItem: Sendable, Equatable {
     /// kept (an item read from another keyring, or under another key, is encrypted afresh).
     func isUnchanged(under key: KeyringKey) -> Bool {
         guard let origin, origin.key === key || origin.key.bytes.constantTimeEquals(key.bytes) else { return false }
-        return label == origin.label && attributes == origin.attributes && created == origin.created
-            && modified == origin.modified && secret == origin.secret
+        return hasOriginalContent && created == origin.created && modified == origin.modified
+    }
+
+    /// Whether label, attributes and secret are those the item was read with (whatever the key):
+    /// an item only copied to another keyring keeps its modification time.
+    var hasOriginalContent: Bool {
+        guard let origin else { return false }
+        return label == origin.label && attributes == origin.attributes && secret == origin.secret
     }
 
     /// Where an item came from.

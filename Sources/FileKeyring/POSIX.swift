@@ -107,6 +107,29 @@ enum POSIX {
     }
 
     /// Closes a descriptor (releasing its `flock`).
+    /// Runs `body` on a new detached thread (a small stack: the work is file I/O and AES); false,
+    /// with `body` dropped, when no thread could be started.
+    static func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        pthread_attr_setstacksize(&attributes, 256 * 1024)
+        var thread = pthread_t()
+        let started = pthread_create(&thread, &attributes, { box in
+            Unmanaged<ThreadBody>.fromOpaque(box!).takeRetainedValue().body()
+            return nil
+        }, box)
+        if started != 0 { Unmanaged<ThreadBody>.fromOpaque(box).release() }
+        return started == 0
+    }
+
+    private final class ThreadBody: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
     static func closeDescriptor(_ fd: Int32) {
         close(fd)
     }
