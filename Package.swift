@@ -34,7 +34,7 @@ let package = Package(
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger"),
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "Locking", "PingLogger"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "PingLogger"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
@@ -59,14 +59,14 @@ let package = Package(
         // A second process for FileKeyringTests (two writers at once, a held lock).
         .executableTarget(name: "file-keyring-probe", dependencies: ["FileKeyring"]),
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
-        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "Locking"]),
+        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger"]),
         .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CLibSecret", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]
+            dependencies: ["PingStorage", "SecretService", "FileKeyring", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]
         ),
         // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
         .testTarget(name: "HarnessTests"),

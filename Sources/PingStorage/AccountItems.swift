@@ -5,6 +5,29 @@ import Foundation
 #endif
 import SecretService
 
+/// How recent an item is, for choosing among duplicates: the most recently modified, then the
+/// most recently created, then the highest item number (a file keyring: the later position).
+/// Deterministic whoever asks, on either backend.
+struct ItemAge: Comparable {
+    var modified: Date
+    var created: Date
+    var number: Int
+    var path: String
+
+    init(modified: Date, created: Date, number: Int, path: String) {
+        (self.modified, self.created, self.number, self.path) = (modified, created, number, path)
+    }
+
+    init(_ info: SecretItemInfo) {
+        self.init(modified: info.modified, created: info.created,
+                  number: Int(info.path.objectPath.lastElement) ?? -1, path: info.path.rawValue)
+    }
+
+    static func < (a: ItemAge, b: ItemAge) -> Bool {
+        (a.modified, a.created, a.number, a.path) < (b.modified, b.created, b.number, b.path)
+    }
+}
+
 /// The account's items as a search found them, with the token of that answer.
 struct FoundItems: Sendable {
     var paths: [ItemPath]
@@ -59,7 +82,7 @@ extension KeychainItems {
             var known: [ItemPath: SecretItemInfo] = [:]
             for path in theirs.all where !paths.contains(path) {
                 let info = try await backend.itemInfo(path)
-                guard info.attributes["account"] == nil else { continue }
+                guard belongsToAccount(info.attributes) else { continue }
                 known[path] = info
                 paths.append(path)
             }
@@ -103,13 +126,15 @@ extension KeychainItems {
         return (try await info.get(), read)
     }
 
-    static func isOlder(_ a: SecretItemInfo, _ b: SecretItemInfo) -> Bool {
-        if a.modified != b.modified { return a.modified < b.modified }
-        if a.created != b.created { return a.created < b.created }
-        let numberA = Int(a.path.objectPath.lastElement) ?? -1
-        let numberB = Int(b.path.objectPath.lastElement) ?? -1
-        if numberA != numberB { return numberA < numberB }
-        return a.path < b.path
+    static func isOlder(_ a: SecretItemInfo, _ b: SecretItemInfo) -> Bool { ItemAge(a) < ItemAge(b) }
+
+    /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
+    /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
+    /// `account`. An item whose `account` differs is never the account's, whatever its `username`.
+    func belongsToAccount(_ attributes: [String: String]) -> Bool {
+        guard attributes["service"] == configuration.service else { return false }
+        if let owner = attributes["account"] { return owner == account }
+        return attributes["username"] == account
     }
 
     // MARK: Creating and completing

@@ -7,9 +7,10 @@ import Locking
 import PingStorageCrypto
 import SecretService
 
-/// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own in the
-/// Secret Service (attributes `xdg:schema` = ``schema``, `key-id`, and `key-check`, the key's
-/// ``SymmetricKey/checkValue``).
+/// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own where the
+/// configuration keeps its items (``KeyItemStore``: the Secret Service or the sandbox's file
+/// keyring), with attributes `xdg:schema` = ``schema``, `key-id`, and `key-check`, the key's
+/// ``SymmetricKey/checkValue``.
 ///
 /// - **Which key seals new data:** the oldest key item in the collection (by creation time, then
 ///   id). A process that finds none creates one under a fresh random id (concurrent creators never
@@ -26,12 +27,17 @@ actor KeyVault {
     static let schema = KeychainStorageSchemas.key
     static let label = "PingStorage encryption key — items encrypted with it cannot be read without it; do not delete"
 
-    private let backend: any KeychainBackend
-    private let collection: CollectionReference
+    /// Where the keys are: given, or decided at first use for a configuration.
+    private enum Source {
+        case given(any KeyItemStore)
+        case configured(KeychainConfiguration)
+    }
+    private let source: Source
+    private var store: (any KeyItemStore)?
     private var keys: [KeyID: SymmetricKey] = [:]
-    /// The key that seals new data, its item, and the change token when it was chosen.
-    private var current: (id: KeyID, path: ItemPath, token: ChangeToken?)?
-    private let choosing = SharedWork<KeyChoice>()
+    /// The key that seals new data, and the change token when it was chosen.
+    private var current: (id: KeyID, token: ChangeToken?)?
+    private let choosing = SharedWork<Result<KeyChoice, any Error>>()
     private let timeout: Duration
 
     struct KeyChoice: Sendable {
@@ -39,14 +45,24 @@ actor KeyVault {
         /// The key, or why its item is unusable (then nothing is sealed: a damaged key item is
         /// never replaced by a new key behind the user's back).
         let key: Result<SymmetricKey, EncryptorError>
-        let path: ItemPath
         let token: ChangeToken?
     }
 
+    /// A vault on the Secret Service calls of `backend` (unit tests).
     init(backend: any KeychainBackend, collection: CollectionReference, timeout: Duration = .seconds(25)) {
-        self.backend = backend
-        self.collection = collection
+        source = .given(SecretServiceKeyItems(backend: backend, collection: collection))
         self.timeout = timeout
+    }
+
+    /// A vault on `store`.
+    init(store: any KeyItemStore, timeout: Duration = .seconds(25)) {
+        source = .given(store)
+        self.timeout = timeout
+    }
+
+    private init(configuration: KeychainConfiguration) {
+        source = .configured(configuration)
+        timeout = configuration.timeout
     }
 
     private static let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
@@ -55,8 +71,7 @@ actor KeyVault {
     static func shared(for configuration: KeychainConfiguration) -> KeyVault {
         vaults.withLock { vaults in
             if let vault = vaults[configuration] { return vault }
-            let vault = KeyVault(backend: SecretServiceKeychainBackend.shared(for: configuration),
-                                 collection: configuration.collection, timeout: configuration.timeout)
+            let vault = KeyVault(configuration: configuration)
             vaults[configuration] = vault
             return vault
         }
@@ -68,20 +83,20 @@ actor KeyVault {
     ///   when the oldest key item does not hold a key matching its `key-check`.
     func currentKey() async throws -> (KeyID, SymmetricKey) {
         if let current, let key = keys[current.id], let chosenAt = current.token,
-           let now = backend.currentChangeToken, now.isUnchanged(since: chosenAt) {
+           let now = store?.currentChangeToken, now.isUnchanged(since: chosenAt) {
             return (current.id, key)
         }
         let deadline = Deadline(timeout: timeout)
-        let backend = self.backend.ending(by: deadline)
-        let collection = self.collection
-        let choice = try await mapped { () async throws(SecretServiceError) in
-            try await choosing.value(operation: "find the encryption key", deadline: deadline) { _ throws(SecretServiceError) in
-                try await Self.chooseKey(backend, collection)
+        let store = try await store(by: deadline)
+        let outcome = try await mapped { () async throws(SecretServiceError) in
+            try await choosing.value(operation: "find the encryption key", deadline: deadline) { deadline in
+                do { return .success(try await store.chooseKey(by: deadline)) } catch { return .failure(error) }
             }
         }
+        let choice = try outcome.get()
         let key = try choice.key.get()
         keys[choice.id] = key
-        current = (choice.id, choice.path, choice.token)
+        current = (choice.id, choice.token)
         return (choice.id, key)
     }
 
@@ -89,19 +104,13 @@ actor KeyVault {
     /// - Throws: ``EncryptorError/keyNotFound(_:)`` when no such key is in the keyring.
     func key(for id: KeyID) async throws -> SymmetricKey {
         if let key = keys[id] { return key }
-        let backend = self.backend.ending(by: Deadline(timeout: timeout))
-        let found = try await mapped { () async throws(SecretServiceError) in
-            try await backend.findItems(matching: ["xdg:schema": Self.schema, "key-id": id.hexString], in: collection)
-        }
-        guard let path = found.all.first else {
+        let deadline = Deadline(timeout: timeout)
+        guard let loaded = try await store(by: deadline).loadKey(id, by: deadline) else {
             throw EncryptorError.keyNotFound(
                 "The encryption key \(id.hexString) this item was encrypted with is not in the keyring "
                 + "(it was deleted, or the keyring was restored from elsewhere). The item was left "
                 + "unchanged and cannot be decrypted; save a new value (it is encrypted with the current "
                 + "key) or delete the item.")
-        }
-        let loaded = try await mapped { () async throws(SecretServiceError) in
-            try await Self.load(try await backend.itemInfo(path), backend)
         }
         let key = try loaded.get()
         keys[id] = key
@@ -113,85 +122,73 @@ actor KeyVault {
     /// sealed with the old bytes must be sealed again.
     func confirm(_ id: KeyID) async throws -> Bool {
         guard let sealedWith = keys[id] else { return false }
-        let backend = self.backend.ending(by: Deadline(timeout: timeout))
-        let found = try await mapped { () async throws(SecretServiceError) in
-            try await backend.findItems(matching: ["xdg:schema": Self.schema, "key-id": id.hexString], in: collection)
-        }
-        guard let path = found.all.first else {
+        let deadline = Deadline(timeout: timeout)
+        guard let loaded = try await store(by: deadline).loadKey(id, by: deadline) else {
             // Deleted meanwhile: choose (or make) another key and seal again.
             keys[id] = nil
             current = nil
             return false
         }
-        let stored = try await mapped { () async throws(SecretServiceError) in
-            try await Self.load(try await backend.itemInfo(path), backend)
-        }.get()
+        let stored = try loaded.get()
         if stored.hasSameBytes(as: sealedWith) { return true }
         keys[id] = stored
         return false
     }
 
-    // MARK: Choosing
-
-    private static func chooseKey(_ backend: any KeychainBackend, _ collection: CollectionReference) async throws(SecretServiceError) -> KeyChoice {
-        if let oldest = try await oldestKey(backend, collection) { return oldest }
-        let id: KeyID, key: SymmetricKey
-        do {
-            id = try KeyID.generate()
-            key = try SymmetricKey.generate()
-        } catch {
-            throw SecretServiceError(.providerError, operation: "create the encryption key",
-                                     message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed").")
+    /// The store, decided at the first call for a configuration.
+    private func store(by deadline: Deadline) async throws -> any KeyItemStore {
+        if let store { return store }
+        let decided: any KeyItemStore
+        switch source {
+        case .given(let given):
+            decided = given
+        case .configured(let configuration):
+            switch try await KeychainPlaces.shared.place(for: configuration, by: deadline).0 {
+            case .secretService:
+                decided = SecretServiceKeyItems(backend: SecretServiceKeychainBackend.shared(for: configuration),
+                                                collection: configuration.collection)
+            case .file(let keychain):
+                decided = FileKeyItems(keyring: try await keychain.keyring(by: deadline))
+            }
         }
-        // The secret handed over points at the key's own locked memory: no copy of the key is
-        // made on the heap (the session copies it into libsecret's locked memory to encrypt it).
-        try await key.withUnsafeBytesAsync { bytes async throws(SecretServiceError) in
-            let secret = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), count: bytes.count,
-                              deallocator: .none)
-            _ = try await backend.createItem(
-                in: collection, label: label,
-                attributes: ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue],
-                secret: SecretValue(bytes: secret, contentType: "application/octet-stream"), replacing: false)
-        }
-        // Another process may have created a key at the same time: everyone uses the oldest.
-        guard let chosen = try await oldestKey(backend, collection) else {
-            throw SecretServiceError(.providerError, operation: "create the encryption key",
-                                     message: "The encryption key was created but cannot be found again.")
-        }
-        return chosen
+        store = decided
+        return decided
     }
 
-    /// The oldest key in the keyring (by creation time, then id), loaded and checked.
-    private static func oldestKey(_ backend: any KeychainBackend, _ collection: CollectionReference) async throws(SecretServiceError) -> KeyChoice? {
-        let found = try await backend.findItems(matching: ["xdg:schema": schema], in: collection)
-        var candidates: [(id: KeyID, created: Date, info: SecretItemInfo)] = []
-        for path in found.all {
-            let info = try await backend.itemInfo(path)
-            guard let hex = info.attributes["key-id"], let id = KeyID(hexString: hex) else { continue }
-            candidates.append((id, info.created, info))
-        }
-        guard let oldest = candidates.min(by: { ($0.created, $0.id.hexString) < ($1.created, $1.id.hexString) }) else {
-            return nil
-        }
-        return KeyChoice(id: oldest.id, key: try await load(oldest.info, backend), path: oldest.info.path,
-                         token: found.changeToken)
+    // MARK: The rules every store follows
+
+    /// Whether `a` seals new data before `b`: the oldest key (by creation time, then id).
+    static func precedes(_ a: (created: Date, id: KeyID), _ b: (created: Date, id: KeyID)) -> Bool {
+        (a.created, a.id.hexString) < (b.created, b.id.hexString)
     }
 
-    /// Reads a key item and checks its bytes against its `key-check` (items of earlier versions
+    /// The key in a key item's bytes, checked against its `key-check` (items of earlier versions
     /// have none): the key, or why the item is unusable.
-    private static func load(_ item: SecretItemInfo, _ backend: any KeychainBackend) async throws(SecretServiceError) -> Result<SymmetricKey, EncryptorError> {
-        var bytes = try await backend.secret(of: item.path).value.bytes
-        defer { bytes.wipe() }
+    static func checkedKey(_ bytes: Data, checkValue: String?, id: String) -> Result<SymmetricKey, EncryptorError> {
         guard let key = try? SymmetricKey(data: bytes) else {
             return .failure(.unsupportedFormat(
-                "The encryption key item \(item.path) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged."))
+                "The encryption key item of key \(id) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged."))
         }
-        if let checkValue = item.attributes["key-check"], checkValue != key.checkValue {
+        if let checkValue, checkValue != key.checkValue {
             return .failure(.unsupportedFormat(
-                "The encryption key item \(item.path) holds bytes that do not match its key-check attribute: another "
+                "The encryption key item of key \(id) holds bytes that do not match its key-check attribute: another "
                 + "program changed it. It was left unchanged; restore it, or delete it and the items it encrypted."))
         }
         return .success(key)
+    }
+
+    /// The attributes of a new key item.
+    static func attributes(id: KeyID, key: SymmetricKey) -> [String: String] {
+        ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue]
+    }
+
+    /// A new key and id.
+    static func newKey() throws(KeychainError) -> (KeyID, SymmetricKey) {
+        do {
+            return (try KeyID.generate(), try SymmetricKey.generate())
+        } catch {
+            throw .providerError(.init(message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed")."))
+        }
     }
 
     private func mapped<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws -> Value {

@@ -5,8 +5,8 @@ import Foundation
 #endif
 public import SecretService
 
-/// Where and how ``KeychainStorage`` keeps items in the Secret Service (Linux only; iOS has no
-/// counterpart).
+/// Where and how ``KeychainStorage`` keeps items: in the Secret Service, or inside a Flatpak
+/// sandbox in the app's file keyring (Linux only; iOS has no counterpart).
 public struct KeychainConfiguration: Sendable, Hashable {
     /// The iOS SDK's keychain service name, used as the `service` attribute by default.
     public static let defaultService = "com.pingidentity.keychainService"
@@ -19,8 +19,12 @@ public struct KeychainConfiguration: Sendable, Hashable {
     public var collection: CollectionReference
     /// How calls behave: deadline, prompts, transport (see ``SecretServiceClient/Options``).
     public var options: SecretServiceClient.Options
-    /// The D-Bus bus the Secret Service is on. Default: the session bus.
+    /// The D-Bus bus the Secret Service (and, in a sandbox, the Secret portal) is on. Default:
+    /// the session bus.
     public var bus: BusAddress
+    /// Where items are kept: the Secret Service, or a sandbox's file keyring. Default
+    /// ``Backend/automatic``; ``backendInUse()`` tells what was chosen and why.
+    public var backend: Backend
 
     /// How long one `save`, `get` or `delete` may take in all, waiting and prompts included.
     /// Default 25 s. (``options``' timeout.)
@@ -48,12 +52,14 @@ public struct KeychainConfiguration: Sendable, Hashable {
         timeout: Duration = .seconds(25),
         allowsPrompts: Bool = true,
         allowsPlainTransport: Bool = false,
-        bus: BusAddress = .session
+        bus: BusAddress = .session,
+        backend: Backend = .automatic
     ) {
         self.service = service
         self.collection = collection ?? Self.collectionFromEnvironment() ?? .default
         self.options = .init(timeout: timeout, allowsPrompts: allowsPrompts, allowsPlainTransport: allowsPlainTransport)
         self.bus = bus
+        self.backend = backend
     }
 
     /// The configuration ``KeychainStorage`` uses when none is given.

@@ -5,22 +5,27 @@ import Foundation
 #endif
 import SecretService
 
-/// The Keychain rules of ``KeychainStorage`` on the Secret Service: one item per (service, account),
+/// The Keychain rules of ``KeychainStorage``: one item per (service, account),
 /// found whoever wrote it (Python keyring and go-keyring items included), replaced in place,
 /// duplicates collapsed, nothing written on a read. Unlocking, lock states and provider quirks are
 /// the client's (``SecretServiceClient``); what this type learns from it is the change token each
-/// call returns.
+/// call returns. In a sandbox's file keyring, ``FileAccountItems`` applies the same rules.
 struct KeychainItems: Sendable {
     let account: String
     let configuration: KeychainConfiguration
+    /// The Secret Service calls, when the items are there (see ``KeychainPlaces``).
     let backend: any KeychainBackend
+    /// Whether `backend` was given (unit tests): then the items are always there.
+    private let hasGivenBackend: Bool
 
-    /// The items of `account` in the Secret Service `configuration` names (its shared connection).
+    /// The items of `account` where `configuration` keeps them (on the Secret Service, its
+    /// shared connection), or always through `backend` when one is given.
     init(account: String, configuration: KeychainConfiguration,
          backend: (any KeychainBackend)? = nil) {
         self.account = account
         self.configuration = configuration
         self.backend = backend ?? SecretServiceKeychainBackend.shared(for: configuration)
+        hasGivenBackend = backend != nil
     }
 
     /// Checks the names before anything is sent.
@@ -43,7 +48,7 @@ struct KeychainItems: Sendable {
     /// GetSecret; if the answer's token shows a change meanwhile, the account is searched again.
     func read() async throws -> SecretValue? {
         try validate()
-        return try await operation { items in
+        return try await operation(file: { try await $0.read() }) { items in
             if let known = items.rememberedItem(), let value = try await items.readRemembered(known) {
                 return try await items.settled(value, at: known.path)
             }
@@ -65,7 +70,7 @@ struct KeychainItems: Sendable {
     /// `value` (gnome-keyring rewrites its whole file on every write).
     func write(_ value: SecretValue) async throws {
         try validate()
-        try await operation { items in
+        try await operation(file: { try await $0.write(value) }) { items in
             if let known = items.rememberedItem(), known.isComplete, try await items.writeRemembered(known, value) { return }
             try await items.retryingVanishedItem { () async throws(SecretServiceError) in
                 let found = try await items.accountItems()
@@ -94,7 +99,7 @@ struct KeychainItems: Sendable {
     /// Deletes every item of the account. Nothing to delete is success.
     func delete() async throws {
         try validate()
-        try await operation { items in
+        try await operation(file: { try await $0.delete() }) { items in
             // The remembered item was the account's only one, and nothing was created since:
             // delete it without searching (deleting an item that is already gone succeeds).
             if let known = items.rememberedItem() {
@@ -110,19 +115,30 @@ struct KeychainItems: Sendable {
     /// Where the item lives, without its secret; nil when there is none.
     func info() async throws -> SecretItemInfo? {
         try validate()
-        return try await operation { items in
+        return try await operation(file: { try await $0.info() }) { items in
             let found = try await items.accountItems()
             return found.paths.isEmpty ? nil : try await items.newest(found)
         }
     }
 
-    /// Runs `body` holding the account's lock, with every call ending by the configuration's
-    /// deadline (waiting for the lock included), and throws what a Storage method throws.
-    private func operation<Value: Sendable>(_ body: (KeychainItems) async throws -> Value) async throws -> Value {
+    /// Runs `onSecretService` or `onFile`, where the items are, holding the account's lock, with
+    /// every call ending by the configuration's deadline (waiting for the lock and choosing the
+    /// backend included), and throws what a Storage method throws.
+    private func operation<Value: Sendable>(file onFile: (FileAccountItems) async throws -> Value,
+                                            secretService onSecretService: (KeychainItems) async throws -> Value) async throws -> Value {
         let deadline = Deadline(timeout: configuration.timeout)
-        let scoped = KeychainItems(account: account, configuration: configuration, backend: backend.ending(by: deadline))
         do {
-            return try await AccountLocks.shared.withLock(lockKey, deadline: deadline) { try await body(scoped) }
+            return try await AccountLocks.shared.withLock(lockKey, deadline: deadline) {
+                let place = hasGivenBackend ? .secretService : try await KeychainPlaces.shared.place(for: configuration, by: deadline).0
+                switch place {
+                case .secretService:
+                    let scoped = KeychainItems(account: account, configuration: configuration, backend: backend.ending(by: deadline))
+                    return try await onSecretService(scoped)
+                case .file(let keychain):
+                    let keyring = try await keychain.keyring(by: deadline)
+                    return try await onFile(FileAccountItems(items: self, keyring: keyring, deadline: deadline))
+                }
+            }
         } catch let error as SecretServiceError {
             throw KeychainError.thrown(error)
         }

@@ -19,10 +19,11 @@ struct XorEncryptor: Encryptor {
 }
 
 /// All integration tests share one keyring, and some of them stop, suspend, lock or restart it:
-/// they run one at a time. Outside dbus-test/run they are skipped, saying why; CI fails when any
-/// test was skipped.
+/// they run one at a time. Outside dbus-test/run (and in its sandbox, which has its own suite,
+/// ``SandboxIntegration``) they are skipped, saying why; CI fails when any test was skipped.
 @Suite("Integration (a real Secret Service provider through dbus-test)", .serialized,
-       .enabled(if: Harness.isInside, "needs the throwaway keyring of dbus-test/run: run `dbus-test/run --isolated swift test`"))
+       .enabled(if: Harness.isInside && !Harness.isSandboxed,
+                "needs the throwaway keyring of dbus-test/run, outside its sandbox: run `dbus-test/run --isolated swift test`"))
 struct Integration {
 
     @Suite("KeychainStorage basics (the iOS test cases)")

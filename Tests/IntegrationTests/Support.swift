@@ -8,6 +8,14 @@ import Testing
 /// reason shown, and `requireHarness` guards any test run on its own.
 enum Harness {
     static var isInside: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil }
+    /// Inside `dbus-test/run --sandbox` (a simulated Flatpak sandbox).
+    static var isSandboxed: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_SANDBOX"] == "1" }
+    /// The sandbox's portal: `gnome`, `none-backend`, `no-secret` or `absent`; nil outside one.
+    static var sandboxPortal: String? { isSandboxed ? ProcessInfo.processInfo.environment["DBUS_TEST_SANDBOX_PORTAL"] : nil }
+    /// Whether the sandboxed app may talk to the host's Secret Service (`--sandbox-talk-secrets`).
+    static var hostSecretsReachable: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_HOST_SECRETS"] == "reachable" }
+    /// Where libsecret keeps the sandboxed app's file keyring.
+    static var sandboxKeyring: String { ProcessInfo.processInfo.environment["DBUS_TEST_SANDBOX_KEYRING"] ?? "" }
 
     static func requireHarness() throws {
         guard isInside else {

@@ -68,7 +68,7 @@ struct SecuredKeyEncryptorTests {
         let fake = FakeSecretService()
         try await encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default)).save(item: token)
         let keyPath = try #require(keyItems(fake).keys.first)
-        try await fake.deleteItem(keyPath)
+        _ = try await fake.deleteItem(keyPath)
         // A fresh vault (a new process) cannot find the key.
         let vault = KeyVault(backend: fake, collection: .default)
         let storage = encryptedStorage(fake, vault: vault)
@@ -91,7 +91,7 @@ struct SecuredKeyEncryptorTests {
         let storage = encryptedStorage(fake, vault: vault)
         try await storage.save(item: token)
         let oldKey = try #require(keyItems(fake).keys.first)
-        try await fake.deleteItem(oldKey)
+        _ = try await fake.deleteItem(oldKey)
         try await storage.save(item: Token(accessToken: "after", refreshToken: "r"))
         // A fresh process (vault) can read the new data: it was encrypted with a key in the keyring.
         let fresh = encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default))

@@ -1,0 +1,143 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import FileKeyring
+import Locking
+import SecretService
+
+/// The file keyring of a sandboxed app (libsecret's and oo7's format, see FileKeyring), opened
+/// with the master secret the Secret portal hands over: one per file in the process, shared by
+/// every storage and encryptor using it.
+///
+/// The secret is asked for once (callers arriving meanwhile wait for the same request, each with
+/// its own deadline) and kept, wiped on release, inside the opened ``FileKeyring``. A request
+/// that failed is made again by the next call. File I/O runs on threads of its own (FileKeyring's
+/// async calls), never on Swift's cooperative threads.
+final class FileKeychain: Sendable {
+    /// The keyring file.
+    let path: String
+    /// The client whose connection asks the portal (the configuration's shared connection).
+    private let portal: SecretServiceClient
+    private let opened = Locked<FileKeyring?>(nil)
+    private let opening = SharedWork<FileKeyring>()
+    /// What moving the host's items in did, per service (see ``HostMigration``).
+    let migrations = Locked<[String: HostMigration.Outcome]>([:])
+
+    private init(path: String, portal: SecretServiceClient) {
+        self.path = path
+        self.portal = portal
+    }
+
+    private static let shared = Locked<[String: FileKeychain]>([:])
+
+    /// The keychain of the file at `path`, reaching the portal through `configuration`'s bus.
+    static func shared(path: String, configuration: KeychainConfiguration) -> FileKeychain {
+        shared.withLock { shared in
+            if let existing = shared[path] { return existing }
+            let created = FileKeychain(
+                path: path, portal: SecretServiceKeychainBackend.client(for: configuration, options: configuration.options))
+            shared[path] = created
+            return created
+        }
+    }
+
+    /// A keychain on `path` opened with `masterSecret`, for tests (no portal is asked).
+    static func opened(path: String, masterSecret: FileKeyringSecret) throws(KeychainError) -> FileKeychain {
+        let keychain = FileKeychain(path: path, portal: SecretServiceClient())
+        keychain.opened.withLock { $0 = try? FileKeyring(path: path, masterSecret: masterSecret) }
+        guard keychain.opened.withLock({ $0 }) != nil else { throw Self.cryptoUnavailable(path) }
+        return keychain
+    }
+
+    /// `$XDG_DATA_HOME/keyrings/default.keyring` (or under `$HOME/.local/share`), as libsecret.
+    static func defaultPath(environment: [String: String]) -> String? {
+        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? environment["HOME"].flatMap { $0.isEmpty ? nil : $0 + "/.local/share" }
+        return data.map { $0 + "/keyrings/default.keyring" }
+    }
+
+    /// The keyring, opened with the portal's secret at the first call.
+    /// - Throws: ``KeychainError/noSecretService(_:)`` when the sandbox has no Secret portal (or
+    ///   it has no backend), ``KeychainError/promptDismissed(_:)`` when its request was refused,
+    ///   ``KeychainError/timedOut(_:)`` at `deadline`; `CancellationError`.
+    func keyring(by deadline: Deadline) async throws -> FileKeyring {
+        if let keyring = opened.withLock({ $0 }) { return keyring }
+        let (path, portal, opened) = (self.path, self.portal, self.opened)
+        do {
+            return try await opening.value(operation: "get the app's secret from the Secret portal", deadline: deadline) {
+                deadline throws(SecretServiceError) in
+                if let keyring = opened.withLock({ $0 }) { return keyring }
+                var secret = try await portal.ending(by: deadline).portalSecret()
+                let keyring = try Self.open(path, wiping: &secret)
+                opened.withLock { $0 = keyring }
+                return keyring
+            }
+        } catch {
+            throw KeychainError.thrown(error)
+        }
+    }
+
+    /// Opens the keyring with a secret already in hand (automatic selection asked the portal to
+    /// find out whether it could), wiping `secret`. Keeps an already opened keyring.
+    func install(wiping secret: inout [UInt8]) throws(KeychainError) {
+        do {
+            let keyring = try Self.open(path, wiping: &secret)
+            opened.withLock { if $0 == nil { $0 = keyring } }
+        } catch {
+            throw KeychainError(error)
+        }
+    }
+
+    private static func open(_ path: String, wiping secret: inout [UInt8]) throws(SecretServiceError) -> FileKeyring {
+        defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
+        // libsecret requires exactly 64 bytes and oo7 refuses keys from fewer than 4: a portal
+        // answering otherwise would make a file the app's other libraries cannot open.
+        guard secret.count >= 4 else {
+            throw SecretServiceError(.protocolError, operation: "get the app's secret from the Secret portal",
+                                     message: "The Secret portal gave the app a secret of \(secret.count) bytes, too short to protect its keyring.",
+                                     recovery: "Report this to the portal's Secret backend (GNOME Keyring gives 64 bytes).")
+        }
+        let masterSecret = FileKeyringSecret(wiping: &secret)
+        do {
+            return try FileKeyring(path: path, masterSecret: masterSecret)
+        } catch {
+            throw SecretServiceError(.providerError, operation: "open the file keyring",
+                                     message: cryptoUnavailable(path).errorMessage, detail: error.description)
+        }
+    }
+
+    private static func cryptoUnavailable(_ path: String) -> KeychainError {
+        .providerError(.init(message: "The file keyring cannot be opened: libgcrypt is not usable in this process.",
+                             recovery: "Install libgcrypt 1.8 or later.", detail: path))
+    }
+}
+
+extension KeychainError {
+    /// What a file keyring failure means for the app: the one mapping from FileKeyring's errors.
+    /// The file's path goes into ``Details/detail``.
+    init(_ error: FileKeyringError) {
+        var details = Details(message: "", detail: [error.path, error.errno.map { "errno \($0)" }].compactMap { $0 }
+            .joined(separator: ", "))
+        switch error.code {
+        case .decryptionFailed, .corruptFile, .unsupportedVersion:
+            details.message = "The app's keyring file cannot be read: \(error.message)."
+            details.recovery = nil
+            self = .corruptItem(details)
+        case .lockTimeout:
+            details.message = "The app's keyring file stayed busy: \(error.message)."
+            self = .timedOut(details)
+        case .invalidItem:
+            details.message = "The item cannot be stored in the file keyring: \(error.message)."
+            self = .invalidArgument(details)
+        default:
+            details.message = "The app's keyring file could not be used: \(error.message)."
+            details.recovery = "Check that the app's data directory is writable and not full."
+            self = .providerError(details)
+        }
+    }
+}

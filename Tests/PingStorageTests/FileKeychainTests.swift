@@ -1,0 +1,190 @@
+import FileKeyring
+import Foundation
+import SecretService
+import Testing
+@testable import PingStorage
+
+/// A file keyring in a fresh directory, opened with a known secret (no portal), and a
+/// configuration that keeps items in it.
+struct TestFileKeyring {
+    let directory: String
+    let path: String
+    let configuration: KeychainConfiguration
+    static let masterSecret: [UInt8] = Array(0..<64)
+
+    init(timeout: Duration = .seconds(10)) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("filekeychain-\(UUID().uuidString)").path
+        path = directory + "/keyrings/default.keyring"
+        configuration = KeychainConfiguration(timeout: timeout, backend: .fileKeyring(path: path))
+        var secret = Self.masterSecret
+        try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &secret)
+    }
+
+    /// The same file, read independently (as another process or libsecret would).
+    var keyring: FileKeyring { get throws { try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: Self.masterSecret)) } }
+
+    func storage<T>(_ type: T.Type = T.self, account: String = "acct", encryptor: Encryptor = NoEncryptor()) -> KeychainStorage<T> {
+        KeychainStorage<T>(account: account, encryptor: encryptor, configuration: configuration)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+private let ours = ["service": "com.pingidentity.keychainService", "account": "acct", "username": "acct",
+                    "xdg:schema": "com.pingidentity.PingStorage"]
+
+@Suite("KeychainStorage on a file keyring (as in a Flatpak sandbox)")
+struct FileKeychainTests {
+    @Test func saveGetDeleteKeepOneItemWithTheHostsAttributesAndLabel() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let storage = file.storage(Dog.self)
+        try await storage.save(item: lucky)
+        try await storage.save(item: Dog(name: "Rex", breed: "Boxer"))
+        #expect(try await storage.get() == Dog(name: "Rex", breed: "Boxer"))
+        let items = try file.keyring.items()
+        #expect(items.count == 1)
+        #expect(items.first?.attributes == ours)
+        #expect(items.first?.label == "acct (com.pingidentity.keychainService)")
+        try await storage.delete()
+        try await storage.delete()
+        #expect(try await storage.get() == nil)
+        #expect(try file.keyring.items().isEmpty)
+        #expect(try await file.configuration.backendInUse() == KeychainBackendChoice(
+            kind: .fileKeyring(path: file.path), reason: "set in KeychainConfiguration"))
+    }
+
+    @Test func itemsOtherToolsWroteAreFoundCompletedAndDuplicatesCollapsed() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let keyring = try file.keyring
+        let json = try JSONEncoder().encode(lucky)
+        // Python keyring's item (service + username, no account), an older duplicate of ours, and
+        // another account's item that must not be touched.
+        try keyring.modify { items throws(FileKeyringError) in
+            items.append(FileKeyringItem(label: "py", attributes: ["service": ours["service"]!, "username": "acct"],
+                                         secret: FileKeyringSecret(copying: Array(json)), created: 100, modified: 200))
+            items.append(FileKeyringItem(label: "old", attributes: ours, secret: FileKeyringSecret(utf8: "\"stale\""),
+                                         created: 50, modified: 60))
+            items.append(FileKeyringItem(label: "other", attributes: ["service": ours["service"]!, "username": "acct", "account": "bob"],
+                                         secret: FileKeyringSecret(utf8: "{}"), created: 300, modified: 300))
+        }
+        let storage = file.storage(Dog.self)
+        #expect(try await storage.get() == lucky, "the newest of the account's items")
+        try await storage.save(item: lucky)
+        let items = try keyring.items()
+        #expect(items.count == 2)
+        let kept = try #require(items.first { $0.attributes["account"] == "acct" })
+        #expect(kept.attributes == ours, "the adopted item carries our attributes")
+        #expect(kept.label == "acct (com.pingidentity.keychainService)")
+        #expect(items.contains { $0.attributes["account"] == "bob" })
+    }
+
+    @Test func anUnchangedSaveDoesNotRewriteTheFile() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let storage = file.storage(Dog.self)
+        try await storage.save(item: lucky)
+        let before = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        try await storage.save(item: lucky)
+        let after = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        #expect(before == after, "the file was not replaced")
+    }
+
+    @Test func aFileTheSecretDoesNotOpenIsAnErrorAndIsNeverOverwritten() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        try FileKeyring(path: file.path, masterSecret: FileKeyringSecret(utf8: "another secret"))
+            .store(label: "x", attributes: ours, secret: FileKeyringSecret(utf8: "\"kept\""))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: file.path))
+        let storage = file.storage(String.self)
+        for operation in [{ _ = try await storage.get() }, { try await storage.save(item: "new") }, { try await storage.delete() }] {
+            do {
+                try await operation()
+                Issue.record("expected corruptItem")
+            } catch let error as KeychainError {
+                guard case .corruptItem(let details) = error else { Issue.record("got \(error)"); continue }
+                #expect(details.message.contains("decryption failed"))
+                #expect(details.detail?.contains(file.path) == true)
+            }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file.path)) == bytes, "the file is untouched")
+    }
+
+    @Test func aWriterHoldingTheFileEndsInTimedOutWithinTheDeadline() async throws {
+        let file = try TestFileKeyring(timeout: .milliseconds(300))
+        defer { file.remove() }
+        try await file.storage(String.self).save(item: "first")
+        let lock = open(file.path + ".lock", O_RDWR)
+        defer { close(lock) }
+        #expect(flock(lock, LOCK_EX) == 0)
+        let started = ContinuousClock.now
+        do {
+            try await file.storage(String.self).save(item: "second")
+            Issue.record("expected timedOut")
+        } catch let error as KeychainError {
+            #expect(error.kind == "timedOut")
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let patient = KeychainConfiguration(timeout: .seconds(30), backend: file.configuration.backend)
+        #expect(try await KeychainStorage<String>(account: "acct", configuration: patient).get() == "first",
+                "reads do not wait for writers")
+    }
+
+    @Test func concurrentSavesOfManyAccountsLoseNothing() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<40 {
+                group.addTask { try await file.storage(Int.self, account: "account-\(index)").save(item: index) }
+            }
+            try await group.waitForAll()
+        }
+        let items = try file.keyring.items()
+        #expect(items.count == 40)
+        for index in 0..<40 { #expect(try await file.storage(Int.self, account: "account-\(index)").get() == index) }
+    }
+
+    @Test func securedKeyEncryptorKeepsOneKeyInTheFileAndAFreshProcessDecrypts() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let encryptor = try #require(SecuredKeyEncryptor(configuration: file.configuration))
+        try await file.storage(Dog.self, encryptor: encryptor).save(item: lucky)
+        try await file.storage(Dog.self, account: "b", encryptor: encryptor).save(item: lucky)
+        let keys = try file.keyring.items().filter { $0.attributes["xdg:schema"] == KeyVault.schema }
+        #expect(keys.count == 1)
+        #expect(keys.first?.secret.count == 32)
+        let stored = try #require(try file.keyring.items().first { $0.attributes["account"] == "acct" })
+        #expect(stored.secret.withBytes { span in (0..<span.count).map { span[$0] } } != Array(try JSONEncoder().encode(lucky)))
+        // A fresh vault (another process) reads the key from the file.
+        let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyItems(keyring: file.keyring))))
+        #expect(try await file.storage(Dog.self, encryptor: fresh).get() == lucky)
+    }
+
+    @Test func backendSelectionFollowsTheSettingTheVariableAndTheSandbox() throws {
+        let home = ["HOME": "/home/u"]
+        let file = BackendRule.decided(.init(kind: .fileKeyring(path: "/home/u/.local/share/keyrings/default.keyring"),
+                                             reason: "PINGSTORAGE_BACKEND=file-keyring"))
+        #expect(try BackendRule.resolve(.automatic, environment: home, isSandboxed: false)
+            == .decided(.init(kind: .secretService, reason: "not in a Flatpak sandbox (/.flatpak-info does not exist)")))
+        #expect(try BackendRule.resolve(.automatic, environment: home, isSandboxed: true)
+            == .sandboxed(path: "/home/u/.local/share/keyrings/default.keyring"))
+        #expect(try BackendRule.resolve(.automatic, environment: ["XDG_DATA_HOME": "/d", "HOME": "/h"], isSandboxed: true)
+            == .sandboxed(path: "/d/keyrings/default.keyring"))
+        #expect(try BackendRule.resolve(.automatic, environment: home.merging(["PINGSTORAGE_BACKEND": "file-keyring"]) { $1 },
+                                        isSandboxed: false) == file)
+        #expect(try BackendRule.resolve(.automatic, environment: home.merging(["PINGSTORAGE_BACKEND": "secret-service"]) { $1 },
+                                        isSandboxed: true)
+            == .decided(.init(kind: .secretService, reason: "PINGSTORAGE_BACKEND=secret-service")))
+        #expect(try BackendRule.resolve(.secretService, environment: home.merging(["PINGSTORAGE_BACKEND": "file-keyring"]) { $1 },
+                                        isSandboxed: true)
+            == .decided(.init(kind: .secretService, reason: "set in KeychainConfiguration")), "the configuration wins")
+        #expect(try BackendRule.resolve(.automatic, environment: home.merging(["GTK_USE_PORTAL": "1"]) { $1 }, isSandboxed: false)
+            == .decided(.init(kind: .secretService, reason: "not in a Flatpak sandbox (/.flatpak-info does not exist)")),
+                "GTK_USE_PORTAL does not mean a sandbox")
+        #expect(throws: KeychainError.self) {
+            try BackendRule.resolve(.automatic, environment: ["PINGSTORAGE_BACKEND": "files"], isSandboxed: false)
+        }
+        #expect(throws: KeychainError.self) { try BackendRule.resolve(.fileKeyring(), environment: [:], isSandboxed: false) }
+    }
+}
