@@ -52,7 +52,12 @@ extension KeychainItems {
     /// The label Seahorse, KeePassXC and KWallet show.
     var label: String { "\(account) (\(configuration.service))" }
 
-    var lockKey: String { "\(configuration.bus)\u{0}\(configuration.collection)\u{0}\(configuration.service)\u{0}\(account)" }
+    /// What identifies the account's items in the process: operations under one key are
+    /// serialized (``AccountLocks``), and the remembered item is kept under it. The backend setting
+    /// is part of it, so that two file keyrings holding the same account never wait for each other.
+    var lockKey: String {
+        "\(configuration.backend)\u{0}\(configuration.bus)\u{0}\(configuration.collection)\u{0}\(configuration.service)\u{0}\(account)"
+    }
 
     // MARK: Finding the account's items
 

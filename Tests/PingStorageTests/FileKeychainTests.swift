@@ -18,10 +18,11 @@ struct TestFileKeyring {
         configuration = KeychainConfiguration(timeout: timeout, backend: .fileKeyring(path: path))
         var secret = Self.masterSecret
         try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &secret)
+        keyring = try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: Self.masterSecret))
     }
 
-    /// The same file, read independently (as another process or libsecret would).
-    var keyring: FileKeyring { get throws { try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: Self.masterSecret)) } }
+    /// The same file, opened independently (as another process or libsecret would).
+    let keyring: FileKeyring
 
     func storage<T>(_ type: T.Type = T.self, account: String = "acct", encryptor: Encryptor = NoEncryptor()) -> KeychainStorage<T> {
         KeychainStorage<T>(account: account, encryptor: encryptor, configuration: configuration)
@@ -57,7 +58,7 @@ struct FileKeychainTests {
     @Test func itemsOtherToolsWroteAreFoundCompletedAndDuplicatesCollapsed() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
-        let keyring = try file.keyring
+        let keyring = file.keyring
         let json = try JSONEncoder().encode(lucky)
         // Python keyring's item (service + username, no account), an older duplicate of ours, and
         // another account's item that must not be touched.
@@ -154,7 +155,7 @@ struct FileKeychainTests {
         let keys = try file.keyring.items().filter { $0.attributes["xdg:schema"] == KeyVault.schema }
         #expect(keys.count == 1)
         #expect(keys.first?.secret.count == 32)
-        let stored = try #require(try file.keyring.items().first { $0.attributes["account"] == "acct" })
+        let stored = try #require(file.keyring.items().first { $0.attributes["account"] == "acct" })
         #expect(stored.secret.withBytes { span in (0..<span.count).map { span[$0] } } != Array(try JSONEncoder().encode(lucky)))
         // A fresh vault (another process) reads the key from the file.
         let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyItems(keyring: file.keyring))))

@@ -23,9 +23,10 @@ struct HostMigrationTests {
         host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": "00112233445566778899aabbccddeeff"],
                   secret: String(repeating: "k", count: 32), label: KeyVault.label)
         host.seed(attributes: ["service": "another.app", "account": "a"], secret: "not ours")
-        let keyring = try file.keyring
+        let keyring = file.keyring
 
-        #expect(await migration(host, keyring).run() == .moved(moved: 3, kept: 0))
+        let outcome = await migration(host, keyring).run()
+        #expect(outcome == .moved(moved: 3, kept: 0))
         let items = try keyring.items()
         #expect(items.count == 4, "three items and the marker")
         let moved = try #require(items.first { $0.attributes["account"] == "a" })
@@ -37,7 +38,8 @@ struct HostMigrationTests {
         #expect(host.items.values.first?.attributes["service"] == "another.app")
 
         host.seed(attributes: ["service": service, "account": "late"], secret: "late")
-        #expect(await migration(host, keyring).run() == .alreadyDone, "once")
+        let again = await migration(host, keyring).run()
+        #expect(again == .alreadyDone, "once")
         #expect(host.items.count == 2)
         // KeychainStorage reads what moved in.
         #expect(try await file.storage(String.self, account: "a").get() == "token")
@@ -49,9 +51,10 @@ struct HostMigrationTests {
         let host = FakeSecretService()
         let attributes = ["service": service, "account": "a"]
         host.seed(attributes: attributes, secret: "host value")
-        let keyring = try file.keyring
+        let keyring = file.keyring
         try keyring.store(label: "sandbox's", attributes: attributes, secret: FileKeyringSecret(utf8: "sandbox value"))
-        #expect(await migration(host, keyring).run() == .moved(moved: 0, kept: 1))
+        let outcome = await migration(host, keyring).run()
+        #expect(outcome == .moved(moved: 0, kept: 1))
         #expect(host.items.count == 1, "kept on the host: the file has other bytes for it")
         #expect(try keyring.items().first { $0.attributes == attributes }?.secret == FileKeyringSecret(utf8: "sandbox value"))
     }
@@ -64,7 +67,7 @@ struct HostMigrationTests {
         // The keyring's directory is a file: nothing can be written there.
         try FileManager.default.createDirectory(atPath: file.directory, withIntermediateDirectories: true)
         try Data().write(to: URL(fileURLWithPath: file.directory + "/keyrings"))
-        guard case .failed = await migration(host, try file.keyring).run() else {
+        guard case .failed = await migration(host, file.keyring).run() else {
             Issue.record("expected a failure")
             return
         }
@@ -77,7 +80,7 @@ struct HostMigrationTests {
         defer { file.remove() }
         let host = FakeSecretService()
         host.seed(attributes: ["service": service, "account": "a"], secret: "value")
-        #expect(await migration(host, try file.keyring, answers: false).run() == .hostUnreachable)
+        #expect(await migration(host, file.keyring, answers: false).run() == .hostUnreachable)
         #expect(try file.keyring.items().isEmpty, "no marker: a later process with access moves the items in")
     }
 }
