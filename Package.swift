@@ -70,6 +70,11 @@ let package = Package(
         ),
         // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
         .testTarget(name: "HarnessTests"),
+        // The documentation's checks: README.md's ```swift blocks compiled (readme-snippets generates
+        // Tests/ReadmeSnippetTests/ReadmeSnippets.swift from them) and checked to be current, its
+        // manifests compiled, CHANGELOG.md's newest version.
+        .executableTarget(name: "readme-snippets"),
+        .testTarget(name: "ReadmeSnippetTests", dependencies: ["PingStorage", "readme-snippets"]),
     ],
     swiftLanguageModes: [.v6]
 )

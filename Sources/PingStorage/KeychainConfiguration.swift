@@ -17,7 +17,7 @@ public struct KeychainConfiguration: Sendable, Hashable {
     /// collection named by the `PINGSTORAGE_COLLECTION` environment variable (an alias such as
     /// `session`, or an object path starting with `/`).
     public var collection: CollectionReference
-    /// How calls behave: deadline, prompts, transport (see ``SecretServiceClient/Options``).
+    /// How calls behave: deadline, prompts, transport (`SecretServiceClient.Options` of SecretService).
     public var options: SecretServiceClient.Options
     /// The D-Bus bus the Secret Service (and, in a sandbox, the Secret portal) is on. Default:
     /// the session bus.

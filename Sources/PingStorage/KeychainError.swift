@@ -122,7 +122,7 @@ extension KeychainError {
     /// the two layers (messages, advice and developer detail carried over unchanged), for code
     /// that uses `SecretServiceClient` directly and wants KeychainStorage's errors.
     /// `.cancelled` becomes ``providerError(_:)`` here; KeychainStorage itself throws
-    /// `CancellationError` for it (see ``thrown(_:)``).
+    /// `CancellationError` for it.
     public init(_ error: SecretServiceError) {
         var details = Details(message: error.message, recovery: error.recovery, detail: error.detail)
         if let name = error.dbusErrorName, details.detail?.contains(name) != true {

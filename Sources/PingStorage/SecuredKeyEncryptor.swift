@@ -24,7 +24,7 @@ import SecretService
 ///   ``EncryptorError/keyNotFound(_:)``; the item stays in the keyring, and new saves still work
 ///   (with a new key).
 ///
-/// What it protects against, and what not: see the README's "Encryption" section — any process of
+/// What it protects against, and what not: see <doc:Encryption> — any process of
 /// the same user can ask the Secret Service for the key.
 ///
 /// Thread-safety: safe from any task; instances with the same configuration share keys.

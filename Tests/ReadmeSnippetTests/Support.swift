@@ -1,0 +1,39 @@
+import Foundation
+
+/// What a finished child process left.
+struct ProcessOutput: Sendable {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// The readme-snippets executable, built next to this test bundle.
+var readmeSnippetsPath: String {
+    let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+    if directory.pathExtension == "xctest" { directory = directory.deletingLastPathComponent() }
+    return directory.appendingPathComponent("readme-snippets").path
+}
+
+/// Runs `executable` with `arguments` and no input; output goes through files, so a chatty child
+/// never blocks on a full pipe.
+func runProcess(_ executable: String, _ arguments: [String]) throws -> ProcessOutput {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-process-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let out = directory.appendingPathComponent("stdout"), err = directory.appendingPathComponent("stderr")
+    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardInput = FileHandle.nullDevice
+    process.standardOutput = try FileHandle(forWritingTo: out)
+    process.standardError = try FileHandle(forWritingTo: err)
+    try process.run()
+    process.waitUntilExit()
+    return ProcessOutput(
+        status: process.terminationStatus,
+        stdout: String(decoding: try Data(contentsOf: out), as: UTF8.self),
+        stderr: String(decoding: try Data(contentsOf: err), as: UTF8.self))
+}
