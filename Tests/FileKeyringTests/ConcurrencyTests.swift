@@ -14,39 +14,29 @@ import Testing
         path = directory.path("keyrings/default.keyring")
     }
 
-    /// Starts `file-keyring-probe` with `arguments`; the caller waits for it.
-    func startProbe(_ arguments: [String]) throws -> Process {
+    /// Starts `file-keyring-probe` with `arguments`; the caller awaits its exit status.
+    func startProbe(_ arguments: [String]) -> Task<Int32, any Error> {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: probePath)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["FILE_KEYRING_PROBE_SECRET"] = testPassword
         process.environment = environment
-        try process.run()
-        return process
-    }
-
-    func wait(_ process: Process, timeout: Double = 120) throws -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-            throw TestFailure("file-keyring-probe did not finish within \(timeout) s")
+        return Task {
+            try await runToEnd(process, timeout: 120)
+            return process.terminationStatus
         }
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 
     @Test("twoProcesses: 2 processes × 100 transactions, every item present at the end")
-    func twoProcessesWriting() throws {
+    func twoProcessesWriting() async throws {
         defer { directory.cleanUp() }
         // Start from an existing file, so neither process races to create it.
         try makeKeyring(path).modify { _ in }
-        let first = try startProbe(["add", path, "first", "100"])
-        let second = try startProbe(["add", path, "second", "100"])
-        #expect(try wait(first) == 0)
-        #expect(try wait(second) == 0)
+        let first = startProbe(["add", path, "first", "100"])
+        let second = startProbe(["add", path, "second", "100"])
+        #expect(try await first.value == 0)
+        #expect(try await second.value == 0)
         let items = try makeKeyring(path).items()
         #expect(items.count == 200)
         for prefix in ["first", "second"] {
@@ -62,25 +52,25 @@ import Testing
     }
 
     @Test("twoProcesses: creating the file at once loses nothing either")
-    func twoProcessesCreating() throws {
+    func twoProcessesCreating() async throws {
         defer { directory.cleanUp() }
-        let first = try startProbe(["add", path, "first", "20"])
-        let second = try startProbe(["add", path, "second", "20"])
-        #expect(try wait(first) == 0)
-        #expect(try wait(second) == 0)
+        let first = startProbe(["add", path, "first", "20"])
+        let second = startProbe(["add", path, "second", "20"])
+        #expect(try await first.value == 0)
+        #expect(try await second.value == 0)
         #expect(try makeKeyring(path).items().count == 40)
     }
 
     @Test("anotherProcess holding the lock: our transaction times out, then succeeds once it is released")
-    func heldLockTimesOut() throws {
+    func heldLockTimesOut() async throws {
         defer { directory.cleanUp() }
         try makeKeyring(path).modify { items in
             items = [FileKeyringItem(label: "before", attributes: ["probe": "before"], secret: FileKeyringSecret(utf8: "b"))]
         }
         let ready = directory.path("ready"), release = directory.path("release")
-        let holder = try startProbe(["hold", path, ready, release])
+        let holder = startProbe(["hold", path, ready, release])
         let deadline = Date().addingTimeInterval(30)
-        while !FileManager.default.fileExists(atPath: ready) && Date() < deadline { usleep(5_000) }
+        while !FileManager.default.fileExists(atPath: ready) && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(FileManager.default.fileExists(atPath: ready))
         let before = try readBytes(path)
 
@@ -103,7 +93,7 @@ import Testing
             items.append(FileKeyringItem(label: "after", attributes: ["probe": "after"], secret: FileKeyringSecret(utf8: "a")))
             return items.map(\.label)
         }
-        #expect(try wait(holder) == 0)
+        #expect(try await holder.value == 0)
         #expect(labels == ["before", "held", "after"])
     }
 

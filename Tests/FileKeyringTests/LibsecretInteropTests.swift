@@ -16,11 +16,11 @@ import Testing
     }
 
     @Test("libsecret stores, we read")
-    func libsecretWritesWeRead() throws {
+    func libsecretWritesWeRead() async throws {
         defer { directory.cleanUp() }
-        let stored = try secretTool(["store", "--label", "L", "service", "s", "account", "a"], keyring: path, input: "s3cret")
+        let stored = try await secretTool(["store", "--label", "L", "service", "s", "account", "a"], keyring: path, input: "s3cret")
         #expect(stored.status == 0, "\(stored.stderr)")
-        let binary = try secretTool(["store", "--label", "bin", "kind", "binary"], keyring: path, input: "\u{0}\u{1}\u{7f}x")
+        let binary = try await secretTool(["store", "--label", "bin", "kind", "binary"], keyring: path, input: "\u{0}\u{1}\u{7f}x")
         #expect(binary.status == 0, "\(binary.stderr)")
         let items = try makeKeyring(path).items()
         #expect(items.map(\.label) == ["L", "bin"])
@@ -31,9 +31,9 @@ import Testing
     }
 
     @Test("libsecret's Python binding stores non-ASCII labels and attributes, we read")
-    func pythonWritesWeRead() throws {
+    func pythonWritesWeRead() async throws {
         defer { directory.cleanUp() }
-        let result = try libsecretPython(
+        let result = try await libsecretPython(
             """
             ok = Secret.password_store_sync(None, {'service': 'ÿ✓', 'user': 'ナ'}, None, 'Étiquette ü', 'pässwörd', None)
             print(ok)
@@ -45,21 +45,21 @@ import Testing
     }
 
     @Test("we store, libsecret reads (secret-tool lookup and search, Python search)")
-    func weWriteLibsecretReads() throws {
+    func weWriteLibsecretReads() async throws {
         defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.store(label: "L", attributes: ["service": "s", "account": "a"], secret: FileKeyringSecret(utf8: "s3cret"))
         try keyring.store(
             label: "Étiquette", attributes: ["service": "ÿ✓", "user": "ナ"], secret: FileKeyringSecret(utf8: "pässwörd"))
-        let lookup = try secretTool(["lookup", "service", "s", "account", "a"], keyring: path)
+        let lookup = try await secretTool(["lookup", "service", "s", "account", "a"], keyring: path)
         #expect(lookup.status == 0 && lookup.stdout == "s3cret", "\(lookup.stderr)")
-        let partial = try secretTool(["lookup", "account", "a"], keyring: path)
+        let partial = try await secretTool(["lookup", "account", "a"], keyring: path)
         #expect(partial.stdout == "s3cret")
-        let missing = try secretTool(["lookup", "account", "b"], keyring: path)
+        let missing = try await secretTool(["lookup", "account", "b"], keyring: path)
         #expect(missing.status != 0 && missing.stdout.isEmpty)
-        let search = try secretTool(["search", "--all", "service", "s"], keyring: path)
+        let search = try await secretTool(["search", "--all", "service", "s"], keyring: path)
         #expect(search.stdout.contains("label = L") && search.stdout.contains("secret = s3cret"))
-        let python = try libsecretPython(
+        let python = try await libsecretPython(
             """
             items = Secret.password_search_sync(None, {'user': 'ナ'}, Secret.SearchFlags.ALL | Secret.SearchFlags.LOAD_SECRETS, None)
             for item in items:
@@ -70,7 +70,7 @@ import Testing
     }
 
     @Test("libsecret replaces our item in place (our hashed attributes are in its order) and we see its change")
-    func libsecretReplacesOurItem() throws {
+    func libsecretReplacesOurItem() async throws {
         defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in
@@ -78,40 +78,40 @@ import Testing
                 label: "ours", attributes: ["service": "s", "account": "a", "b": "1"],
                 secret: FileKeyringSecret(utf8: "v1"), created: 1_000, modified: 1_000)]
         }
-        let replaced = try secretTool(["store", "--label", "theirs", "account", "a", "b", "1", "service", "s"], keyring: path, input: "v2")
+        let replaced = try await secretTool(["store", "--label", "theirs", "account", "a", "b", "1", "service", "s"], keyring: path, input: "v2")
         #expect(replaced.status == 0, "\(replaced.stderr)")
         let items = try keyring.items()
         #expect(items.count == 1)
         #expect(items.first?.label == "theirs" && items.first.map { secretText($0.secret) } == "v2")
         #expect(items.first?.created == 1_000)  // libsecret kept our creation time: it decrypted our item
-        let cleared = try secretTool(["clear", "service", "s"], keyring: path)
+        let cleared = try await secretTool(["clear", "service", "s"], keyring: path)
         #expect(cleared.status == 0)
         #expect(try keyring.items().isEmpty)
     }
 
     @Test("a keyring libsecret emptied reads as empty, and takes our items")
-    func libsecretEmptyKeyring() throws {
+    func libsecretEmptyKeyring() async throws {
         defer { directory.cleanUp() }
-        _ = try secretTool(["store", "--label", "L", "a", "b"], keyring: path, input: "x")
-        _ = try secretTool(["clear", "a", "b"], keyring: path)
+        _ = try await secretTool(["store", "--label", "L", "a", "b"], keyring: path, input: "x")
+        _ = try await secretTool(["clear", "a", "b"], keyring: path)
         #expect(try readBytes(path).count == 71)
         let keyring = try makeKeyring(path)
         #expect(try keyring.items().isEmpty)
         try keyring.store(label: "after", attributes: ["a": "c"], secret: FileKeyringSecret(utf8: "y"))
-        #expect(try secretTool(["lookup", "a", "c"], keyring: path).stdout == "y")
+        #expect(try await secretTool(["lookup", "a", "c"], keyring: path).stdout == "y")
     }
 
     @Test("a 64-byte master secret (the portal's size) works both ways")
-    func portalSizedSecret() throws {
+    func portalSizedSecret() async throws {
         defer { directory.cleanUp() }
         let secret = String(repeating: "0123456789abcdef", count: 4)
         #expect(secret.utf8.count == 64)
         try makeKeyring(path, password: secret).store(label: "L", attributes: ["x": "1"], secret: FileKeyringSecret(utf8: "ours"))
-        _ = try secretTool(["store", "--label", "M", "x", "2"], keyring: path, password: secret, input: "theirs")
-        #expect(try secretTool(["lookup", "x", "1"], keyring: path, password: secret).stdout == "ours")
+        _ = try await secretTool(["store", "--label", "M", "x", "2"], keyring: path, password: secret, input: "theirs")
+        #expect(try await secretTool(["lookup", "x", "1"], keyring: path, password: secret).stdout == "ours")
         #expect(try makeKeyring(path, password: secret).lookup(["x": "2"]).map { secretText($0.secret) } == "theirs")
         // And libsecret fails, as we do, with the wrong secret.
-        let wrong = try secretTool(["lookup", "x", "1"], keyring: path, password: "wrong")
+        let wrong = try await secretTool(["lookup", "x", "1"], keyring: path, password: "wrong")
         #expect(wrong.status != 0 && wrong.stdout.isEmpty)
     }
 }

@@ -71,7 +71,7 @@ struct ProcessResult {
 func run(
     _ executable: String, _ arguments: [String], environment: [String: String?] = [:], input: String = "",
     timeout: Double = 60
-) throws -> ProcessResult {
+) async throws -> ProcessResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -88,21 +88,38 @@ func run(
     process.standardInput = stdin
     process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
     process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let deadline = Date().addingTimeInterval(timeout)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning {
-        process.terminate()
-        process.waitUntilExit()
-        throw TestFailure("\(executable) \(arguments) did not finish within \(timeout) s")
+    try await runToEnd(process, timeout: timeout) {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try? stdin.fileHandleForWriting.close()
     }
-    process.waitUntilExit()
     return ProcessResult(
         status: process.terminationStatus,
         stdout: String(decoding: try readBytes(outPath), as: UTF8.self),
         stderr: String(decoding: try readBytes(errPath), as: UTF8.self))
+}
+
+/// Starts `process` and waits for its end without blocking a thread: Swift Testing runs every
+/// suite of the process on as many cooperative threads as there are cores (two here), and a test
+/// blocked waiting for a child stalled the others for seconds (their deadlines then expired).
+/// `started` runs once the process runs. Terminates it after `timeout` seconds and throws.
+func runToEnd(_ process: Process, timeout: Double, started: () -> Void = {}) async throws {
+    let ended = AsyncStream<Void>.makeStream()
+    process.terminationHandler = { _ in ended.continuation.finish() }
+    try process.run()
+    started()
+    let watchdog = Task {
+        try await Task.sleep(for: .seconds(timeout))
+        process.terminate()
+    }
+    for await _ in ended.stream {}
+    watchdog.cancel()
+    if await watchdog.result.isSuccess {
+        throw TestFailure("\(process.executableURL?.path ?? "?") did not finish within \(timeout) s")
+    }
+}
+
+extension Result {
+    var isSuccess: Bool { if case .success = self { true } else { false } }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
@@ -131,12 +148,12 @@ func libsecretFileEnvironment(_ path: String, password: String = testPassword) -
 }
 
 /// Runs `secret-tool` on libsecret's file backend.
-func secretTool(_ arguments: [String], keyring: String, password: String = testPassword, input: String = "") throws -> ProcessResult {
-    try run("/usr/bin/secret-tool", arguments, environment: libsecretFileEnvironment(keyring, password: password), input: input)
+func secretTool(_ arguments: [String], keyring: String, password: String = testPassword, input: String = "") async throws -> ProcessResult {
+    try await run("/usr/bin/secret-tool", arguments, environment: libsecretFileEnvironment(keyring, password: password), input: input)
 }
 
 /// Runs a Python script with libsecret's GObject binding (system Python: python3-gi, gir1.2-secret-1).
-func libsecretPython(_ script: String, keyring: String, password: String = testPassword) throws -> ProcessResult {
+func libsecretPython(_ script: String, keyring: String, password: String = testPassword) async throws -> ProcessResult {
     let prelude = """
         import gi, sys
         gi.require_version('Secret', '1')
@@ -144,5 +161,5 @@ func libsecretPython(_ script: String, keyring: String, password: String = testP
         SCHEMA = Secret.Schema.new('org.example.FileKeyringTests', Secret.SchemaFlags.DONT_MATCH_NAME, {})
 
         """
-    return try run("/usr/bin/python3", ["-c", prelude + script], environment: libsecretFileEnvironment(keyring, password: password))
+    return try await run("/usr/bin/python3", ["-c", prelude + script], environment: libsecretFileEnvironment(keyring, password: password))
 }

@@ -41,12 +41,12 @@ extension Integration {
         @Test func aFreshProcessDecryptsWhatAnotherWrote() async throws {
             try Harness.requireHarness()
             let account = uniqueAccount()
-            let write = try run(Harness.probePath, ["--encrypt", "save", account, "written by the probe"])
+            let write = try await run(Harness.probePath, ["--encrypt", "save", account, "written by the probe"])
             #expect(write.status == 0, "\(write.stderr)")
             let storage = KeychainStorage<String>(account: account, encryptor: SecuredKeyEncryptor()!)
             #expect(try await storage.get() == "written by the probe")
             try await storage.save(item: "written by the test")
-            let read = try run(Harness.probePath, ["--encrypt", "get", account])
+            let read = try await run(Harness.probePath, ["--encrypt", "get", account])
             #expect(read.output == "written by the test\n", "\(read.stderr)")
             try await storage.delete()
         }
@@ -67,35 +67,35 @@ extension Integration {
             for result in results { #expect(result.status == 0, "\(result.stderr)") }
             // Every process — a new one each time — decrypts every account.
             for account in accounts {
-                let read = try run(Harness.probePath, ["--encrypt", "get", account])
+                let read = try await run(Harness.probePath, ["--encrypt", "get", account])
                 #expect(read.output == "value-\(account)\n", "\(account): \(read.stderr)")
             }
             let keyCount = try SecretTool.search(Self.keySchema).count
             #expect(keyCount >= 1 && keyCount <= 6)
             // New data converges on one key: two fresh processes encrypt with the same key id.
-            _ = try run(Harness.probePath, ["--encrypt", "save", accounts[0], "again-0"])
-            _ = try run(Harness.probePath, ["--encrypt", "save", accounts[1], "again-1"])
+            _ = try await run(Harness.probePath, ["--encrypt", "save", accounts[0], "again-0"])
+            _ = try await run(Harness.probePath, ["--encrypt", "save", accounts[1], "again-1"])
             let first = try #require(try SecretTool.lookup(lookup(accounts[0])))
             let second = try #require(try SecretTool.lookup(lookup(accounts[1])))
             #expect(first[5..<21] == second[5..<21], "same key id after the race")
-            for account in accounts { _ = try run(Harness.probePath, ["delete", account]) }
+            for account in accounts { _ = try await run(Harness.probePath, ["delete", account]) }
         }
 
         @Test func aDeletedKeyGivesTheDistinctErrorAndKeepsTheItem() async throws {
             try Harness.requireHarness()
             let account = uniqueAccount()
-            #expect(try run(Harness.probePath, ["--encrypt", "save", account, "orphan"]).status == 0)
+            #expect(try await run(Harness.probePath, ["--encrypt", "save", account, "orphan"]).status == 0)
             let stored = try #require(try SecretTool.lookup(lookup(account)))
             let keyID = stored[5..<21].map { String(format: "%02x", $0) }.joined()
             try SecretTool.clear(["xdg:schema": "com.pingidentity.PingStorage.SecuredKey", "key-id": keyID])
-            let read = try run(Harness.probePath, ["--encrypt", "get", account])
+            let read = try await run(Harness.probePath, ["--encrypt", "get", account])
             #expect(read.status == 4)
             #expect(read.stderr.contains("is not in the keyring"), "\(read.stderr)")
             #expect(try SecretTool.lookup(lookup(account)) == stored, "the item is untouched")
             // New saves still work (with a new key).
-            #expect(try run(Harness.probePath, ["--encrypt", "save", account, "fresh"]).status == 0)
-            #expect(try run(Harness.probePath, ["--encrypt", "get", account]).output == "fresh\n")
-            _ = try run(Harness.probePath, ["delete", account])
+            #expect(try await run(Harness.probePath, ["--encrypt", "save", account, "fresh"]).status == 0)
+            #expect(try await run(Harness.probePath, ["--encrypt", "get", account]).output == "fresh\n")
+            _ = try await run(Harness.probePath, ["delete", account])
         }
 
         @Test func anItemCopiedByteForByteToAnotherAccountIsRejected() async throws {

@@ -13,7 +13,7 @@ extension Integration {
 
         @Test func unlockThroughAPromptThatCompletes() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-completes")
             let client = fake.client()
             #expect(try await client.collectionInfo(.default).isLocked)
@@ -25,7 +25,7 @@ extension Integration {
 
         @Test func unlockThroughADismissedPromptIsPromptDismissed() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-dismissed")
             let client = fake.client()
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
@@ -39,7 +39,7 @@ extension Integration {
 
         @Test func unlockThroughAPromptThatNeverCompletesTimesOutAndDismissesIt() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.scenario("prompt-never-completes")
             let client = fake.client(timeout: .milliseconds(1500))
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
@@ -54,7 +54,7 @@ extension Integration {
 
         @Test func promptResultOfTheWrongTypeIsAProtocolErrorAtOnce() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.scenario("prompt-wrong-type")
             let client = fake.client(timeout: .seconds(10))
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
@@ -67,7 +67,7 @@ extension Integration {
 
         @Test func unlockWithPromptsOffIsLockedAtOnceAndShowsNoPrompt() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-completes")
             let client = fake.client(timeout: .seconds(10), allowsPrompts: false)
             #expect(try await client.collectionInfo(.default).isLocked, "connected before the timed call")
@@ -86,7 +86,7 @@ extension Integration {
         /// the bus says so, and the same client reads the item once the provider is back.
         @Test func serviceExitingMidCallEndsTheCallAtOnceAndTheNextCallWorks() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client(timeout: .seconds(20))
             let item = try await client.createItem(in: .default, label: "kept", attributes: ["account": "A"],
                                                    secret: SecretValue(bytes: Data("kept".utf8))).path
@@ -96,7 +96,7 @@ extension Integration {
             }
             #expect(error?.code == .noSecretService, "\(String(describing: error))")
             #expect(elapsed < .seconds(5), "at once, not at the 20 s deadline: \(elapsed)")
-            try fake.restartAfterExit()
+            try await fake.restartAfterExit()
             #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
         }
 
@@ -104,7 +104,7 @@ extension Integration {
         /// once, and after the restart the same client unlocks through a new prompt.
         @Test func serviceExitingDuringAPromptEndsTheCallAtOnceAndTheNextCallWorks() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client(timeout: .seconds(20))
             try fake.scenario("prompt-then-exit")
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
@@ -112,7 +112,7 @@ extension Integration {
             }
             #expect(error?.code == .noSecretService, "\(String(describing: error))")
             #expect(elapsed < .seconds(5), "at once, not at the 20 s deadline: \(elapsed)")
-            try fake.restartAfterExit()
+            try await fake.restartAfterExit()
             try fake.scenario("locked-prompt-completes")
             try await client.unlock([login])
             #expect(try fake.state().collection(fakeLogin)?.locked == false)

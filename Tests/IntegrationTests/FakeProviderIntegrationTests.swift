@@ -13,7 +13,7 @@ extension Integration {
 
         @Test func lockedWithPromptThatCompletesUnlocksAndReads() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("locked-prompt-completes")
             let (neverPrompt, elapsed) = await timedKeychainError { _ = try await fake.storage(account, allowsPrompts: false).get() }
@@ -26,7 +26,7 @@ extension Integration {
 
         @Test func lockedWithPromptDismissedIsPromptDismissedAndTouchesNothing() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let storage = fake.storage(account)
             try await storage.save(item: "kept")
             let before = try fake.items()
@@ -41,7 +41,7 @@ extension Integration {
 
         @Test func promptThatNeverCompletesEndsAtTheDeadline() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("prompt-never-completes")
             let (error, elapsed) = await timedKeychainError { _ = try await fake.storage(account, timeout: .seconds(2)).get() }
@@ -56,7 +56,7 @@ extension Integration {
         /// the call ends as soon as the bus reports the provider gone, long before its deadline.
         @Test func providerExitingDuringAPromptEndsTheCallAtOnce() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let storage = fake.storage(account, timeout: .seconds(20))
             try await storage.save(item: "kept")
             try fake.scenario("prompt-then-exit")
@@ -64,13 +64,13 @@ extension Integration {
             #expect(error?.kind == "noSecretService", "\(String(describing: error))")
             #expect(elapsed < .seconds(5), "ended when the provider went away, not at the 20 s deadline: \(elapsed)")
             // The same storage (and connection) works once the provider is back, unlocked.
-            try fake.restartAfterExit()
+            try await fake.restartAfterExit()
             #expect(try await storage.get() == "kept")
         }
 
         @Test func promptResultOfTheWrongTypeDoesNotHang() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("prompt-wrong-type")
             let (error, elapsed) = await timedKeychainError { _ = try await fake.storage(account, timeout: .seconds(5)).get() }
@@ -80,7 +80,7 @@ extension Integration {
 
         @Test func slowRepliesEndAtTheDeadline() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("slow", "delay=10")
             let storage = fake.storage(account, timeout: .milliseconds(1500))
@@ -96,7 +96,7 @@ extension Integration {
         /// again, and the next call of the same storage works (nothing was lost).
         @Test func serviceExitingMidCallLosesNothingAndTheNextCallReconnects() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let storage = fake.storage(account, timeout: .seconds(20))
             try await storage.save(item: "before")
             #expect(try await storage.get() == "before")
@@ -104,14 +104,14 @@ extension Integration {
             let (error, elapsed) = await timedKeychainError { try await storage.save(item: "after") }
             #expect(error?.kind == "noSecretService", "the save in flight fails with a typed error: \(String(describing: error))")
             #expect(elapsed < .seconds(5), "at once, not at the 20 s deadline: \(elapsed)")
-            try fake.restartAfterExit()
+            try await fake.restartAfterExit()
             #expect(try await storage.get() == "before", "nothing lost, and the same storage reads again after the restart")
             #expect(try fake.items().map(\.secret) == [storedJSON("before")])
         }
 
         @Test func plainOnlyProviderIsRefusedUnlessAllowed() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance(scenario: "plain-only")
+            let fake = try await FakeSecretServiceInstance(scenario: "plain-only")
             #expect(await keychainError { try await fake.storage(account).save(item: "x") }?.kind == "insecureTransport")
             #expect(try fake.items().isEmpty, "nothing was sent")
             try await fake.storage(account, allowsPlainTransport: true).save(item: "x")
@@ -122,7 +122,7 @@ extension Integration {
 
         @Test func noDefaultAliasNamesTheFixAndTheCollections() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance(scenario: "no-default-alias")
+            let fake = try await FakeSecretServiceInstance(scenario: "no-default-alias")
             let error = await keychainError { try await fake.storage(account).save(item: "x") }
             #expect(error?.kind == "collectionNotFound", "\(String(describing: error))")
             #expect(error?.errorMessage.contains("it has: Login") == true, "names what exists: \(String(describing: error))")
@@ -134,7 +134,7 @@ extension Integration {
 
         @Test func duplicatesReadTheNewestAndSaveLeavesOne() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: account, value: "middle", modified: 1_700_000_100)
             try fake.seed(account: account, value: "newest", modified: 1_700_000_200)
             try fake.seed(account: account, value: "oldest", modified: 1_700_000_000)
@@ -149,7 +149,7 @@ extension Integration {
 
         @Test func forgottenSessionsAreReopenedWithoutAFailedCall() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let storage = fake.storage(account)
             try await storage.save(item: "kept")
             #expect(try await storage.get() == "kept")

@@ -22,7 +22,7 @@ extension Integration {
 
         @Test func kwalletLockedSecretIsLockedNeverEmpty() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
             try fake.scenario("kwallet-locked", "prompt=never")
@@ -46,7 +46,7 @@ extension Integration {
         /// the lock state first, so with prompts off the keyring the user locked stays as it is.
         @Test func kwalletLockedItemIsNeitherWrittenNorDeletedByTheClient() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
             try fake.scenario("kwallet-locked", "prompt=never")
@@ -73,7 +73,7 @@ extension Integration {
         @Test(arguments: ["none", "complete"])
         func kwalletLockedSecretIsReadAfterAnUnlock(prompt: String) async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
             try fake.scenario("kwallet-locked", "prompt=\(prompt)")
@@ -87,7 +87,7 @@ extension Integration {
         /// prompt it may not show.
         @Test func kwalletLockedKeychainStorageIsLockedAndTouchesNothing() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: account, value: "kept", modified: 1_700_000_000)
             let before = try fake.items()
             try fake.scenario("kwallet-locked", "prompt=never")
@@ -110,7 +110,7 @@ extension Integration {
         /// remembered path: the client must notice the lock first.
         @Test func kwalletLockAfterARememberedReadIsLockedAndTouchesNothing() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             let before = try fake.items()
             let storage = fake.storage(account, allowsPrompts: false)
@@ -134,7 +134,7 @@ extension Integration {
         @Test(arguments: ["none", "complete"])
         func kwalletLockedWithPromptsAllowedUnlocksAndReads(prompt: String) async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: account, value: "kept", modified: 1_700_000_000)
             try fake.scenario("kwallet-locked", "prompt=\(prompt)")
             #expect(try await fake.storage(account).get() == "kept")
@@ -148,7 +148,7 @@ extension Integration {
 
         @Test func updateItemLeavesOutTheProviderOwnAttributesAndRetries() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
             try fake.scenario("refuses-provider-attributes")
@@ -178,7 +178,7 @@ extension Integration {
         /// the tool's kept.
         @Test func saveAdoptsAnItemAnotherToolWroteDespiteTheRefusal() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let seeded = try fake.control([
                 "add-item", "--collection", "login", "--label", "written elsewhere",
                 "--attr", "service=\(service)", "--attr", "account=\(account)", "--attr", "application=other-tool",
@@ -210,7 +210,7 @@ extension Integration {
 
         @Test func garbledSecretOpensANewSessionAndReadsTheValue() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
             let opened = try fake.state().sessionsOpened
@@ -229,7 +229,7 @@ extension Integration {
         /// retries on new sessions, never an empty or corrupt value.
         @Test func secretThatStaysUndecodableIsATypedError() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
             let opened = try fake.state().sessionsOpened
@@ -244,7 +244,7 @@ extension Integration {
 
         @Test func keychainStorageReadsThroughAGarbledAnswer() async throws {
             try Harness.requireHarness()
-            let fake = try FakeSecretServiceInstance()
+            let fake = try await FakeSecretServiceInstance()
             let storage = fake.storage(account)
             try await storage.save(item: "kept")
             let opened = try fake.state().sessionsOpened

@@ -20,7 +20,7 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
     }
     private let dbusTest: String
 
-    init(scenario: String = "normal") throws {
+    init(scenario: String = "normal") async throws {
         let environment = ProcessInfo.processInfo.environment
         dbusTest = Harness.dbusTestDirectory
         directory = environment["DBUS_TEST_DIR"]! + "/fake-\(UUID().uuidString.prefix(8))"
@@ -33,11 +33,11 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
         for _ in 0..<200 where address.isEmpty {
             address = (try? String(contentsOfFile: addressFile, encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            if address.isEmpty { usleep(20_000) }
+            if address.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
         }
         guard !address.isEmpty else { throw HarnessError("the fake's bus did not start") }
         busAddress = address
-        try start(scenario: scenario)
+        try await start(scenario: scenario)
     }
 
     /// The environment of a process that should see the fake as its session bus's Secret Service.
@@ -52,15 +52,15 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
     var log: String { (try? String(contentsOfFile: directory + "/service.log", encoding: .utf8)) ?? "" }
 
     /// Starts (or starts again, with the same state file) the service; returns once it owns its name.
-    func start(scenario: String = "normal") throws {
+    func start(scenario: String = "normal") async throws {
         var environment = self.environment
         environment["FAKE_SECRET_SERVICE_SCENARIO"] = scenario
         service = try LoggedProcess(
             ["/usr/bin/python3", dbusTest + "/fake-secret-service/service.py", "--state", directory + "/state.json"],
             logPath: directory + "/service.log", environment: environment)
         for _ in 0..<250 {
-            if try nameHasOwner() { return }
-            usleep(20_000)
+            if try await nameHasOwner() { return }
+            try await Task.sleep(for: .milliseconds(20))
         }
         throw HarnessError("the fake Secret Service did not start")
     }
@@ -68,29 +68,29 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
     func kill() { service?.stop(signal: SIGKILL) }
 
     /// Waits until the service process has exited by itself (exit-mid-call, prompt-then-exit).
-    func waitUntilExited(timeout: Duration = .seconds(10)) throws {
+    func waitUntilExited(timeout: Duration = .seconds(10)) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if service?.hasExited ?? true { return }
-            usleep(10_000)
+            try await Task.sleep(for: .milliseconds(10))
         }
         throw HarnessError("the fake Secret Service did not exit")
     }
 
     /// After the service exited by itself: starts it again with the same items.
-    func restartAfterExit() throws {
-        try waitUntilExited()
+    func restartAfterExit() async throws {
+        try await waitUntilExited()
         // Its name is released when its connection closes, which the bus may notice a moment after
         // the exit: wait, so that start() does not see the old owner.
         for _ in 0..<250 {
-            if try !nameHasOwner() { break }
-            usleep(10_000)
+            if try await !nameHasOwner() { break }
+            try await Task.sleep(for: .milliseconds(10))
         }
-        try start()
+        try await start()
     }
 
-    private func nameHasOwner() throws -> Bool {
-        let owned = try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path",
+    private func nameHasOwner() async throws -> Bool {
+        let owned = try await run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path",
                                       "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.NameHasOwner",
                                       "org.freedesktop.secrets"], environment: environment, timeout: 10)
         return owned.output.contains("true")

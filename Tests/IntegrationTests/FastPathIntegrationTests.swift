@@ -15,16 +15,16 @@ extension Integration {
             #expect(try await storage.get() == "ours")   // now read through the remembered item
 
             // Same item, new secret (SetSecret by another process).
-            #expect(try run(Harness.probePath, ["save", account, "theirs"]).status == 0)
+            #expect(try await run(Harness.probePath, ["save", account, "theirs"]).status == 0)
             #expect(try await storage.get() == "theirs")
 
             // Deleted and created again at a new path by another process.
-            #expect(try run(Harness.probePath, ["delete", account]).status == 0)
-            #expect(try run(Harness.probePath, ["save", account, "recreated"]).status == 0)
+            #expect(try await run(Harness.probePath, ["delete", account]).status == 0)
+            #expect(try await run(Harness.probePath, ["save", account, "recreated"]).status == 0)
             #expect(try await storage.get() == "recreated")
 
             // Deleted by another process: nil, never the old value.
-            #expect(try run(Harness.probePath, ["delete", account]).status == 0)
+            #expect(try await run(Harness.probePath, ["delete", account]).status == 0)
             #expect(try await storage.get() == nil)
         }
 

@@ -25,7 +25,7 @@ extension Integration {
             environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(environment["DBUS_TEST_DIR"]!)/no-such-bus"
             environment["DISPLAY"] = nil
             let started = ContinuousClock.now
-            let result = try run(Harness.probePath, ["get", "any"], environment: environment, timeout: 30)
+            let result = try await run(Harness.probePath, ["get", "any"], environment: environment, timeout: 30)
             #expect(result.status == 3)
             #expect(result.stderr.hasPrefix("error: noSessionBus:"), "\(result.stderr)")
             #expect(ContinuousClock.now - started < .seconds(10))
@@ -33,7 +33,7 @@ extension Integration {
             // No address at all and no X11 to autolaunch one.
             environment["DBUS_SESSION_BUS_ADDRESS"] = nil
             environment["XDG_RUNTIME_DIR"] = environment["TMPDIR"]
-            let unset = try run(Harness.probePath, ["get", "any"], environment: environment, timeout: 30)
+            let unset = try await run(Harness.probePath, ["get", "any"], environment: environment, timeout: 30)
             #expect(unset.stderr.hasPrefix("error: noSessionBus:"), "\(unset.stderr)")
         }
 
@@ -42,7 +42,7 @@ extension Integration {
             // A second private bus with the same configuration: nothing owns org.freedesktop.secrets
             // there and nothing can be activated.
             let config = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/session.conf"
-            let result = try run("dbus-run-session", ["--config-file=\(config)", "--", Harness.probePath, "get", "any"],
+            let result = try await run("dbus-run-session", ["--config-file=\(config)", "--", Harness.probePath, "get", "any"],
                                  timeout: 30)
             #expect(result.status == 3)
             #expect(result.stderr.contains("error: noSecretService:"), "\(result.stderr)")
@@ -265,7 +265,7 @@ extension Integration.Faults {
             Exec=/usr/bin/gnome-keyring-daemon --start --foreground --components=secrets
 
             """.write(toFile: serviceFile, atomically: true, encoding: .utf8)
-        try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+        try await run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                           "--method", "org.freedesktop.DBus.ReloadConfig"])
         try await Harness.waitUntilPersisted()
         try Harness.ctl("kill")
@@ -283,9 +283,9 @@ extension Integration.Faults {
         let provider = try await SecretServiceClient().provider()
         #expect(provider.executable?.hasSuffix("/gnome-keyring-daemon") == true, "an activated daemon answered")
 
-        _ = try run("pkill", ["-KILL", "-f", "gnome-keyring-daemon --start --foreground"])
+        _ = try await run("pkill", ["-KILL", "-f", "gnome-keyring-daemon --start --foreground"])
         try FileManager.default.removeItem(atPath: serviceFile)
-        try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+        try await run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                           "--method", "org.freedesktop.DBus.ReloadConfig"])
         try Harness.ctl("start")
         #expect(try await KeychainStorage<String>(account: account).get() == "survives activation", "no data touched")

@@ -9,29 +9,29 @@ extension Integration {
 struct GcryptInitialization {
     static var probe: String { Harness.binaryDirectory.appendingPathComponent("gcrypt-race-probe").path }
 
-    func probe(_ arguments: [String]) throws -> ProcessResult {
+    func probe(_ arguments: [String]) async throws -> ProcessResult {
         try Harness.requireHarness()
-        return try run(Self.probe, arguments, timeout: 60)
+        return try await run(Self.probe, arguments, timeout: 60)
     }
 
     @Test("our initialisation, held inside libgcrypt's FIPS check, while a session opens: no abort, crypto available")
-    func ourInitializationHeldWhileASessionOpens() throws {
-        let result = try probe(["our-init-held"])
+    func ourInitializationHeldWhileASessionOpens() async throws {
+        let result = try await probe(["our-init-held"])
         #expect(result.status == 0, "\(result.output)\(result.stderr)")
         #expect(result.output.contains("session: ok"))
         #expect(result.output.contains("crypto available: true"))
     }
 
     @Test("the session's initialisation, held inside libgcrypt's FIPS check, while SecuredKeyEncryptor() is created: never nil")
-    func sessionInitializationHeldWhileTheEncryptorStarts() throws {
-        let result = try probe(["session-init-held"])
+    func sessionInitializationHeldWhileTheEncryptorStarts() async throws {
+        let result = try await probe(["session-init-held"])
         #expect(result.status == 0, "\(result.output)\(result.stderr)")
         #expect(result.output.contains("encryptor: created"))
     }
 
     @Test("a session first: libgcrypt was still initialised by this package, before libsecret could")
-    func sessionFirstStillInitialisedHere() throws {
-        let result = try probe(["session-first"])
+    func sessionFirstStillInitialisedHere() async throws {
+        let result = try await probe(["session-first"])
         #expect(result.status == 0, "\(result.output)\(result.stderr)")
         #expect(result.output.contains("initialised by this package: true"))
     }

@@ -31,7 +31,7 @@ extension Integration.PingKeyring {
         #expect(json["busAddress"] as? String == address)
         let provider = try #require(json["provider"] as? [String: Any])
         #expect(provider["name"] as? String == Harness.providerDisplayName)
-        #expect(provider["pid"] as? Int == Int(try run(Harness.ctlPath, ["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(provider["pid"] as? Int == Int(try await run(Harness.ctlPath, ["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
         let checks = try #require(json["checks"] as? [[String: Any]])
         #expect(checks.map { $0["id"] as? String } == ["sessionBus", "provider", "collection", "unlocked", "transport",
                                                       "probe", "encryptionKey"])
@@ -74,7 +74,7 @@ extension Integration.PingKeyring {
         try Harness.requireHarness()
         let config = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/session.conf"
         let binary = Harness.binaryDirectory.appendingPathComponent("ping-keyring").path
-        let result = try run("dbus-run-session", ["--config-file=\(config)", "--", binary, "doctor"], timeout: 30)
+        let result = try await run("dbus-run-session", ["--config-file=\(config)", "--", binary, "doctor"], timeout: 30)
         #expect(result.status == 3)
         let lines = result.output.split(separator: "\n").map(String.init)
         #expect(lines[1].hasPrefix("ok    session bus "))
@@ -84,7 +84,7 @@ extension Integration.PingKeyring {
         #expect(lines[4].contains("fix: start a Secret Service provider"))
         #expect(lines.filter { $0.hasPrefix("skip ") }.count == 5)
 
-        let json = try run("dbus-run-session", ["--config-file=\(config)", "--", binary, "doctor", "--json"], timeout: 30)
+        let json = try await run("dbus-run-session", ["--config-file=\(config)", "--", binary, "doctor", "--json"], timeout: 30)
         let checks = try #require(try jsonObject(json)["checks"] as? [[String: Any]])
         #expect(checks.map { $0["status"] as? String } == ["pass", "fail", "skip", "skip", "skip", "skip", "skip"])
         #expect(checks[1]["errorKind"] as? String == "noSecretService")

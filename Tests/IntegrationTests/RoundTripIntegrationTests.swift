@@ -13,7 +13,7 @@ extension Integration {
         @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
         func eachOperationCostsWhatItShould(on provider: String) async throws {
             try Harness.requireHarness()
-            let fake = try PrivateProvider()
+            let fake = try await PrivateProvider()
             let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
             // A provider not known to answer IsLocked (the fake) has an item's lock state read before
             // each write to it (ProviderQuirks.checksLockBeforeWriting); GNOME Keyring does not.

@@ -14,10 +14,10 @@ struct SandboxIntegration {
     /// libsecret's own lookup in the sandbox, retried: libsecret drops the portal's Response now
     /// and then and hangs for ever (dbus-test/README.md, finding 4), a bug of libsecret's that
     /// this library does not have.
-    static func libsecret(_ arguments: [String], input: Data? = nil) throws -> ProcessResult {
+    static func libsecret(_ arguments: [String], input: Data? = nil) async throws -> ProcessResult {
         var last: ProcessResult?
         for _ in 0..<10 {
-            let result = try run("timeout", ["5", "secret-tool"] + arguments, input: input)
+            let result = try await run("timeout", ["5", "secret-tool"] + arguments, input: input)
             if result.status != 124 { return result }
             last = result
         }
@@ -70,12 +70,12 @@ struct SandboxIntegration {
         @Test func libsecretInTheSandboxReadsWhatWeSavedAndWeReadWhatItStored() async throws {
             let account = uniqueAccount()
             try await KeychainStorage<String>(account: account).save(item: "saved by PingStorage")
-            let lookedUp = try SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", account])
+            let lookedUp = try await SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", account])
             #expect(lookedUp.status == 0, "\(lookedUp.stderr)")
             #expect(lookedUp.output == "\"saved by PingStorage\"")
 
             let other = uniqueAccount()
-            let stored = try SandboxIntegration.libsecret(
+            let stored = try await SandboxIntegration.libsecret(
                 ["store", "--label=by libsecret", "service", KeychainConfiguration.defaultService, "account", other],
                 input: Data("\"stored by libsecret\"".utf8))
             #expect(stored.status == 0, "\(stored.stderr)")
@@ -106,7 +106,7 @@ struct SandboxIntegration {
             let account = uniqueAccount()
             let encryptor = try #require(SecuredKeyEncryptor())
             try await KeychainStorage<String>(account: account, encryptor: encryptor).save(item: "sealed")
-            let read = try run(Harness.probePath, ["--encrypt", "get", account])
+            let read = try await run(Harness.probePath, ["--encrypt", "get", account])
             #expect(read.status == 0, "\(read.stderr)")
             #expect(read.output == "sealed\n")
             let keys = try await SandboxIntegration.fileKeyring().items(matching: ["xdg:schema": "com.pingidentity.PingStorage.SecuredKey"])
@@ -122,7 +122,7 @@ struct SandboxIntegration {
             try Harness.ctl("stop")
             defer { try? Harness.ctl("start") }
             let started = ContinuousClock.now
-            let fresh = try run(Harness.probePath, ["--timeout-ms", "3000", "get", account], timeout: 30)
+            let fresh = try await run(Harness.probePath, ["--timeout-ms", "3000", "get", account], timeout: 30)
             let elapsed = ContinuousClock.now - started
             #expect(fresh.status == 3)
             #expect(fresh.stderr.contains("error: noSecretService") || fresh.stderr.contains("error: timedOut"), "\(fresh.stderr)")
@@ -165,9 +165,9 @@ struct SandboxIntegration {
                     "needs `dbus-test/run --sandbox-talk-secrets`"))
     struct MovingIn {
         /// The host's items with these attributes, as gdbus (a client we did not write) finds them.
-        static func hostItems(_ attributes: [String: String]) throws -> [String] {
+        static func hostItems(_ attributes: [String: String]) async throws -> [String] {
             let dictionary = attributes.map { "'\($0.key)': '\($0.value)'" }.joined(separator: ", ")
-            let result = try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
+            let result = try await run("gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets",
                                             "--object-path", "/org/freedesktop/secrets",
                                             "--method", "org.freedesktop.Secret.Service.SearchItems", "{\(dictionary)}"])
             guard result.status == 0 else { throw HarnessError("gdbus SearchItems failed: \(result.stderr)") }
@@ -178,23 +178,23 @@ struct SandboxIntegration {
             let account = uniqueAccount()
             let onHost = ["PINGSTORAGE_BACKEND": "secret-service"]
             let environment = ProcessInfo.processInfo.environment
-            let seeded = try run(Harness.probePath, ["save", account, "from the host"], environment: environment.merging(onHost) { $1 })
+            let seeded = try await run(Harness.probePath, ["save", account, "from the host"], environment: environment.merging(onHost) { $1 })
             #expect(seeded.status == 0, "\(seeded.stderr)")
-            #expect(try Self.hostItems(lookup(account)).count == 1)
+            #expect(try await Self.hostItems(lookup(account)).count == 1)
 
             // The first process using the automatic backend moves it in.
-            let moved = try run(Harness.probePath, ["get", account])
+            let moved = try await run(Harness.probePath, ["get", account])
             #expect(moved.status == 0, "\(moved.stderr)")
             #expect(moved.output == "from the host\n")
-            #expect(try Self.hostItems(lookup(account)).isEmpty, "deleted from the host once copied")
-            let inFile = try SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", account])
+            #expect(try await Self.hostItems(lookup(account)).isEmpty, "deleted from the host once copied")
+            let inFile = try await SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", account])
             #expect(inFile.output == "\"from the host\"", "libsecret reads the moved item from the file")
 
             // Once: an item the host gets later stays there.
             let later = uniqueAccount()
-            _ = try run(Harness.probePath, ["save", later, "later"], environment: environment.merging(onHost) { $1 })
-            #expect(try run(Harness.probePath, ["get", later]).status == 1)
-            #expect(try Self.hostItems(lookup(later)).count == 1)
+            _ = try await run(Harness.probePath, ["save", later, "later"], environment: environment.merging(onHost) { $1 })
+            #expect(try await run(Harness.probePath, ["get", later]).status == 1)
+            #expect(try await Self.hostItems(lookup(later)).count == 1)
             #expect(try await KeychainConfiguration().backendInUse().kind == .fileKeyring(path: Harness.sandboxKeyring))
         }
     }

@@ -127,6 +127,11 @@ struct ProcessResult: Sendable {
 @discardableResult
 func run(_ program: String, _ arguments: [String], input: Data? = nil,
          environment: [String: String]? = nil, timeout: TimeInterval = 60) throws -> ProcessResult {
+    try runBlocking(program, arguments, input: input, environment: environment, timeout: timeout)
+}
+
+private func runBlocking(_ program: String, _ arguments: [String], input: Data?,
+                         environment: [String: String]?, timeout: TimeInterval) throws -> ProcessResult {
     var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
     guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0, pipe(&stderrPipe) == 0 else {
         throw HarnessError("pipe failed: errno \(errno)")
@@ -152,12 +157,13 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
     if let input { try? stdinHandle.write(contentsOf: input) }
     try? stdinHandle.close()
 
-    // Read both pipes concurrently so a chatty child cannot block on a full pipe.
+    // Read both pipes concurrently so a chatty child cannot block on a full pipe; on threads of
+    // their own, not Dispatch's global queues, which Swift's cooperative threads are made of.
     let collected = OutputCollector()
     let group = DispatchGroup()
     for (fd, isError) in [(stdoutPipe[0], false), (stderrPipe[0], true)] {
         group.enter()
-        DispatchQueue.global().async {
+        Thread.detachNewThread {
             let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
             collected.store(handle.readDataToEndOfFile(), isError: isError)
             group.leave()
@@ -174,6 +180,22 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
     let exitStatus: Int32 = (waitStatus & 0x7f) == 0 ? (waitStatus >> 8) & 0xff : 128 + (waitStatus & 0x7f)
     return ProcessResult(status: exitStatus, stdout: collected.stdout,
                          stderr: String(decoding: collected.stderr, as: UTF8.self))
+}
+
+/// ``run(_:_:input:environment:timeout:)`` for async code: the child is awaited on a thread of
+/// its own. Waiting for a process on a cooperative thread (there are as many as cores) stalls
+/// every other test of the process: four tests waiting for children froze this test process for
+/// 30 s, and its file keyring tests ran out of their deadlines.
+@discardableResult
+func run(_ program: String, _ arguments: [String], input: Data? = nil,
+         environment: [String: String]? = nil, timeout: TimeInterval = 60) async throws -> ProcessResult {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result {
+                try runBlocking(program, arguments, input: input, environment: environment, timeout: timeout)
+            })
+        }
+    }
 }
 
 /// Starts `argv` with posix_spawnp, an empty signal mask and default signal handlers (see

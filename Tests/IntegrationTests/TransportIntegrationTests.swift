@@ -15,7 +15,7 @@ final class PrivateProvider: @unchecked Sendable {
     private let dbusTest = Harness.dbusTestDirectory
 
     /// - Parameter otherUser: run the service as `nobody` (the bus then lets other users in).
-    init(scenario: String = "normal", otherUser: Bool = false) throws {
+    init(scenario: String = "normal", otherUser: Bool = false) async throws {
         let environment = ProcessInfo.processInfo.environment
         directory = environment["DBUS_TEST_DIR"]! + "/private-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
@@ -36,7 +36,7 @@ final class PrivateProvider: @unchecked Sendable {
         for _ in 0..<250 where found.isEmpty {
             found = (try? String(contentsOfFile: directory + "/bus-address", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            if found.isEmpty { usleep(20_000) }
+            if found.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
         }
         guard !found.isEmpty else { throw HarnessError("the private bus did not start") }
         address = found
@@ -50,10 +50,10 @@ final class PrivateProvider: @unchecked Sendable {
             otherUser ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + program : program,
             stdoutPath: directory + "/service.log", environment: serviceEnvironment)
         for _ in 0..<250 {
-            if try run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+            if try await run("gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
                                   "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"],
                        environment: self.environment, timeout: 10).output.contains("true") { return }
-            usleep(20_000)
+            try await Task.sleep(for: .milliseconds(20))
         }
         throw HarnessError("the fake Secret Service did not start")
     }
@@ -105,7 +105,7 @@ extension Integration {
         /// process goes on (GLib's shared bus connection raised SIGTERM: exit-on-close).
         @Test func theProcessOutlivesItsBus() async throws {
             try Harness.requireHarness()
-            let provider = try PrivateProvider()
+            let provider = try await PrivateProvider()
             let ready = provider.directory + "/ready", go = provider.directory + "/go"
             async let child = Task.detached {
                 try run(Harness.probePath, ["steps", "a"], input: Data("get\ntouch \(ready)\nawait \(go)\nget\n".utf8),
@@ -133,7 +133,7 @@ extension Integration {
         /// A call waiting on a connection whose bus closes ends at once with `.disconnected`.
         @Test func aClosedConnectionEndsItsCallsAtOnce() async throws {
             try Harness.requireHarness()
-            let provider = try PrivateProvider()
+            let provider = try await PrivateProvider()
             let client = provider.client()
             let item = try await client.createItem(in: .default, label: "l", attributes: ["k": "v"],
                                                    secret: SecretValue(bytes: Data("v".utf8)), replacing: false).path
@@ -155,7 +155,7 @@ extension Integration {
         /// Two connections whose calls carry the same serials: each reply goes to its own call.
         @Test func repliesAreMatchedWithinTheirOwnConnection() async throws {
             try Harness.requireHarness()
-            let first = try PrivateProvider(), second = try PrivateProvider()
+            let first = try await PrivateProvider(), second = try await PrivateProvider()
             let clients = [first.client(), second.client()]
             // The same calls in the same order on two fresh connections: the same serials.
             var items: [ItemPath] = []
@@ -177,7 +177,7 @@ extension Integration {
         /// come from the bus, or an ItemCreated that does not come from the provider, changes nothing.
         @Test func signalsFromOtherPeersAreIgnored() async throws {
             try Harness.requireHarness()
-            let provider = try PrivateProvider()
+            let provider = try await PrivateProvider()
             let client = provider.client()
             let me = try await client.provider()
             let item = try await client.createItem(in: .default, label: "l", attributes: ["k": "v"],
@@ -204,7 +204,7 @@ extension Integration {
         /// own thread: nothing lands on the application's default GLib main context.
         @Test func cancellingAPromptLeavesTheApplicationsMainContextAlone() async throws {
             try Harness.requireHarness()
-            let provider = try PrivateProvider(scenario: "prompt-never-completes")
+            let provider = try await PrivateProvider(scenario: "prompt-never-completes")
             let client = provider.client()
             let login = try ObjectPath("/org/freedesktop/secrets/collection/login")
             let unlock = Task { try await client.unlock([login]) }
@@ -224,7 +224,7 @@ extension Integration {
         /// The library only talks to a Secret Service that runs as the same Unix user.
         @Test func aProviderRunningAsAnotherUserIsRefused() async throws {
             try Harness.requireHarness()
-            let provider = try PrivateProvider(otherUser: true)
+            let provider = try await PrivateProvider(otherUser: true)
             do {
                 _ = try await provider.client().provider()
                 Issue.record("a provider of another user was accepted")

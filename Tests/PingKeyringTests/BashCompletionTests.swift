@@ -4,7 +4,7 @@ import Testing
 /// What the bash completion offers for a command line whose last word is being completed:
 /// sources the script, sets COMP_WORDS and COMP_CWORD as bash does (`--opt=value` is three
 /// words) and prints COMPREPLY.
-private func completions(_ words: String...) throws -> [String] {
+private func completions(_ words: String...) async throws -> [String] {
     func quoted(_ word: String) -> String { "'" + word + "'" }
     let script = BashCompletion.script + """
         COMP_WORDS=(\(words.map(quoted).joined(separator: " ")))
@@ -13,44 +13,44 @@ private func completions(_ words: String...) throws -> [String] {
         _ping_keyring
         printf '%s\\n' "${COMPREPLY[@]}"
         """
-    let run = try runTool("bash", ["--norc", "--noprofile", "-s"], stdin: script)
+    let run = try await runTool("bash", ["--norc", "--noprofile", "-s"], stdin: script)
     #expect(run.status == 0 && run.stderr.isEmpty, "bash: \(run.stderr)")
     return run.stdout.split(separator: "\n").map(String.init)
 }
 
 @Suite("bash completion", .enabled(if: which("bash") != nil, "bash is not installed"))
 struct BashCompletionTests {
-    @Test func registersForTheProgram() throws {
-        let run = try runTool("bash", ["--norc", "--noprofile", "-s"],
+    @Test func registersForTheProgram() async throws {
+        let run = try await runTool("bash", ["--norc", "--noprofile", "-s"],
                               stdin: BashCompletion.script + "complete -p ping-keyring\n")
         #expect(run.stdout == "complete -F _ping_keyring ping-keyring\n", "\(run.stderr)")
     }
 
-    @Test func commands() throws {
-        #expect(try completions("ping-keyring", "") == ["list", "get", "save", "delete", "doctor", "help"])
-        #expect(try completions("ping-keyring", "d") == ["delete", "doctor"])
-        #expect(try completions("ping-keyring", "-c", "session", "--json", "g") == ["get"],
+    @Test func commands() async throws {
+        #expect(try await completions("ping-keyring", "") == ["list", "get", "save", "delete", "doctor", "help"])
+        #expect(try await completions("ping-keyring", "d") == ["delete", "doctor"])
+        #expect(try await completions("ping-keyring", "-c", "session", "--json", "g") == ["get"],
                 "after global options and their values")
-        #expect(try completions("ping-keyring", "--collection", "=", "session", "li") == ["list"])
-        #expect(try completions("ping-keyring", "help", "s") == ["save"])
-        #expect(try completions("ping-keyring", "c").isEmpty, "hidden commands are not offered")
+        #expect(try await completions("ping-keyring", "--collection", "=", "session", "li") == ["list"])
+        #expect(try await completions("ping-keyring", "help", "s") == ["save"])
+        #expect(try await completions("ping-keyring", "c").isEmpty, "hidden commands are not offered")
     }
 
-    @Test func optionsOfTheCommandAndGlobalOnes() throws {
-        #expect(try completions("ping-keyring", "get", "--") == ["--collection", "--timeout", "--no-prompt", "--json",
+    @Test func optionsOfTheCommandAndGlobalOnes() async throws {
+        #expect(try await completions("ping-keyring", "get", "--") == ["--collection", "--timeout", "--no-prompt", "--json",
                                                                 "--help", "--version", "--account", "--service", "--raw"])
-        #expect(try completions("ping-keyring", "save", "-a", "A", "--e") == ["--encrypt"])
-        #expect(try completions("ping-keyring", "list", "--r").isEmpty, "--raw is get's")
-        #expect(try completions("ping-keyring", "-").contains("-V"))
+        #expect(try await completions("ping-keyring", "save", "-a", "A", "--e") == ["--encrypt"])
+        #expect(try await completions("ping-keyring", "list", "--r").isEmpty, "--raw is get's")
+        #expect(try await completions("ping-keyring", "-").contains("-V"))
     }
 
-    @Test func values() throws {
-        #expect(try completions("ping-keyring", "--collection", "") == ["default", "session"])
-        #expect(try completions("ping-keyring", "list", "-c", "s") == ["session"])
-        #expect(try completions("ping-keyring", "--collection", "=") == ["default", "session"], "--collection=")
-        #expect(try completions("ping-keyring", "--collection", "=", "d") == ["default"], "--collection=d")
-        #expect(try completions("ping-keyring", "get", "--account", "").isEmpty, "accounts are not guessed")
-        #expect(try completions("ping-keyring", "completion", "") == ["bash", "zsh"])
-        #expect(try completions("ping-keyring", "completion", "zsh", "").isEmpty)
+    @Test func values() async throws {
+        #expect(try await completions("ping-keyring", "--collection", "") == ["default", "session"])
+        #expect(try await completions("ping-keyring", "list", "-c", "s") == ["session"])
+        #expect(try await completions("ping-keyring", "--collection", "=") == ["default", "session"], "--collection=")
+        #expect(try await completions("ping-keyring", "--collection", "=", "d") == ["default"], "--collection=d")
+        #expect(try await completions("ping-keyring", "get", "--account", "").isEmpty, "accounts are not guessed")
+        #expect(try await completions("ping-keyring", "completion", "") == ["bash", "zsh"])
+        #expect(try await completions("ping-keyring", "completion", "zsh", "").isEmpty)
     }
 }

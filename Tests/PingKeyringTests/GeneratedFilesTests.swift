@@ -4,14 +4,24 @@ import Testing
 @testable import PingKeyringCore
 
 /// What a tool printed and how it exited.
-struct ToolRun {
+struct ToolRun: Sendable {
     var status: Int32
     var stdout: String
     var stderr: String
 }
 
-/// Runs `executable` (a path, or a name looked up in /usr/bin and /bin) with `stdin`.
-func runTool(_ executable: String, _ arguments: [String], stdin: String = "") throws -> ToolRun {
+/// Runs `executable` (a path, or a name looked up in /usr/bin and /bin) with `stdin`, waiting for
+/// it on a thread of its own: a test waiting on one of Swift's cooperative threads (as many as
+/// cores) stalls every other test of the process.
+func runTool(_ executable: String, _ arguments: [String], stdin: String = "") async throws -> ToolRun {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try runToolBlocking(executable, arguments, stdin: stdin) })
+        }
+    }
+}
+
+private func runToolBlocking(_ executable: String, _ arguments: [String], stdin: String) throws -> ToolRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : which(executable)!)
     process.arguments = arguments
@@ -109,18 +119,18 @@ struct GeneratedFilesTests {
     }
 
     @Test(.enabled(if: which("groff") != nil, "groff is not installed (apt-get install groff)"))
-    func theManPageRendersWithoutWarnings() throws {
-        let run = try runTool("groff", ["-ww", "-z", "-man", "-Tutf8"], stdin: ManPage.page)
+    func theManPageRendersWithoutWarnings() async throws {
+        let run = try await runTool("groff", ["-ww", "-z", "-man", "-Tutf8"], stdin: ManPage.page)
         #expect(run.status == 0)
         #expect(run.stderr.isEmpty, "groff warnings: \(run.stderr)")
-        let text = try runTool("groff", ["-man", "-Tascii", "-P-c", "-P-b", "-P-u"], stdin: ManPage.page).stdout
+        let text = try await runTool("groff", ["-man", "-Tascii", "-P-c", "-P-b", "-P-u"], stdin: ManPage.page).stdout
         #expect(text.contains("ping-keyring get --account ACCOUNT [--service SERVICE] [--raw]"))
         #expect(text.contains("-a, --account ACCOUNT"))
     }
 
     @Test(.enabled(if: which("zsh") != nil, "zsh is not installed (apt-get install zsh)"))
-    func theZshCompletionParses() throws {
-        let run = try runTool("zsh", ["-n"], stdin: ZshCompletion.script)
+    func theZshCompletionParses() async throws {
+        let run = try await runTool("zsh", ["-n"], stdin: ZshCompletion.script)
         #expect(run.status == 0, "zsh -n: \(run.stderr)")
         #expect(ZshCompletion.script.hasPrefix("#compdef ping-keyring\n"))
     }

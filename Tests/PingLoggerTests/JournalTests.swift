@@ -119,7 +119,7 @@ import Testing
         #expect(fields["PRIORITY"] == "6")
     }
 
-    @Test func aFullJournalDropsMessagesWithoutBlocking() throws {
+    @Test func aFullJournalDropsMessagesWithoutBlocking() async throws {
         // The receiver does not read while the messages are sent: its queue
         // (net.unix.max_dgram_qlen) fills up, and sendto would block without MSG_DONTWAIT. The
         // sends run on a thread so that a blocked send fails the test instead of hanging it.
@@ -133,8 +133,10 @@ import Testing
             done.value.store(true, ordering: .releasing)
         }.start()
         var waited = 0
+        // Waiting with Task.sleep: a test blocking one of Swift's cooperative threads (as many as
+        // cores) stalls every other test of the process.
         while !done.value.load(ordering: .acquiring), waited < 300 {
-            usleep(100_000)
+            try await Task.sleep(for: .milliseconds(100))
             waited += 1
         }
         let finished = done.value.load(ordering: .acquiring)
@@ -191,7 +193,7 @@ import Testing
         #expect(pipe.drain().isEmpty)
     }
 
-    @Test func concurrentFirstMessagesAreAllAccountedFor() throws {
+    @Test func concurrentFirstMessagesAreAllAccountedFor() async throws {
         let journal = try DatagramReceiver(timeout: 2)
         let destination = LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest")
         let received = Collected()
@@ -207,7 +209,7 @@ import Testing
             for round in 0..<100 { logger.i("\(worker)-\(round)") }
         }
         // The reader stops after 2 s without a message.
-        while !reader.isFinished { usleep(50_000) }
+        while !reader.isFinished { try await Task.sleep(for: .milliseconds(50)) }
         let texts = received.texts.withLock { $0 }
         #expect(!texts.contains("malformed"))
         #expect(Set(texts).count == texts.count)

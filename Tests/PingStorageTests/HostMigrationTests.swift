@@ -10,7 +10,7 @@ struct HostMigrationTests {
 
     private func migration(_ host: FakeSecretService, _ keyring: FileKeyring, answers: Bool = true) -> HostMigration {
         HostMigration(host: host, hostAnswers: { answers }, keyring: keyring, service: service, collection: .default,
-                      deadline: Deadline(timeout: .seconds(10)))
+                      deadline: Deadline(timeout: .seconds(120)))
     }
 
     @Test func theServicesItemsAndTheKeysMoveInOnceAndOthersStay() async throws {

@@ -10,9 +10,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
 /// generated ReadmeSnippets.swift in this target), its manifests compile and name their
 /// dependencies by the right identity, and CHANGELOG.md's newest version is the package's.
 @Suite struct ReadmeSnippetTests {
-    @Test func generatedFileIsWhatTheREADMEGeneratesNow() throws {
+    @Test func generatedFileIsWhatTheREADMEGeneratesNow() async throws {
         let readme = repositoryRoot.appendingPathComponent("README.md").path
-        let generated = try runProcess(readmeSnippetsPath, ["--readme", readme])
+        let generated = try await runProcess(readmeSnippetsPath, ["--readme", readme])
         #expect(generated.status == 0, "readme-snippets failed: \(generated.stderr)")
         let committed = try String(
             contentsOf: repositoryRoot.appendingPathComponent("Tests/ReadmeSnippetTests/ReadmeSnippets.swift"), encoding: .utf8)
@@ -22,17 +22,17 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
 
     /// Each `Package.swift` block compiles (`swift package dump-package`), and every
     /// `.product(name:package:)` names a dependency by its identity (or by the `name:` given to it).
-    @Test func manifestsCompileAndNameTheirDependencies() throws {
+    @Test func manifestsCompileAndNameTheirDependencies() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-manifests-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let readme = repositoryRoot.appendingPathComponent("README.md").path
-        let written = try runProcess(readmeSnippetsPath, ["--readme", readme, "--manifests", directory.path])
+        let written = try await runProcess(readmeSnippetsPath, ["--readme", readme, "--manifests", directory.path])
         try #require(written.status == 0, "readme-snippets failed: \(written.stderr)")
         let manifests = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
         #expect(manifests.count == 2, "README.md's manifests: depending on it, and side by side with the iOS SDK")
         for manifest in manifests {
             let path = directory.appendingPathComponent(manifest).path
-            let dump = try runProcess("/usr/bin/env", ["swift", "package", "dump-package", "--package-path", path])
+            let dump = try await runProcess("/usr/bin/env", ["swift", "package", "dump-package", "--package-path", path])
             try #require(dump.status == 0, "README.md's manifest at \(manifest) does not compile: \(dump.stderr)")
             let references = try packageReferences(inDump: Data(dump.stdout.utf8))
             #expect(!references.used.isEmpty)
@@ -43,7 +43,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         }
     }
 
-    @Test func changelogsNewestVersionIsThePackageVersion() throws {
+    @Test func changelogsNewestVersionIsThePackageVersion() async throws {
         let changelog = try String(contentsOf: repositoryRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
         let versions = changelog.split(separator: "\n")
             .filter { $0.hasPrefix("## [") && !$0.hasPrefix("## [Unreleased]") }

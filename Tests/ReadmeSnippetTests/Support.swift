@@ -15,9 +15,18 @@ var readmeSnippetsPath: String {
     return directory.appendingPathComponent("readme-snippets").path
 }
 
-/// Runs `executable` with `arguments` and no input; output goes through files, so a chatty child
-/// never blocks on a full pipe.
-func runProcess(_ executable: String, _ arguments: [String]) throws -> ProcessOutput {
+/// Runs `executable` with `arguments` and no input, waiting for it on a thread of its own (a test
+/// waiting on one of Swift's cooperative threads, as many as cores, stalls every other test).
+/// Output goes through files, so a chatty child never blocks on a full pipe.
+func runProcess(_ executable: String, _ arguments: [String]) async throws -> ProcessOutput {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try runProcessBlocking(executable, arguments) })
+        }
+    }
+}
+
+private func runProcessBlocking(_ executable: String, _ arguments: [String]) throws -> ProcessOutput {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-process-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
