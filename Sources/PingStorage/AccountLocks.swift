@@ -15,8 +15,9 @@ final class AccountLocks: Sendable {
 
     /// Runs `body` while holding `key`.
     /// - Throws: `body`'s error; `.timedOut` at `deadline` or `.cancelled` while waiting.
-    func withLock<Value: Sendable>(_ key: String, deadline: Deadline,
-                                   _ body: () async throws -> Value) async throws -> Value {
+    nonisolated(nonsending) func withLock<Value: Sendable>(
+        _ key: String, deadline: Deadline, _ body: nonisolated(nonsending) () async throws -> Value
+    ) async throws -> Value {
         try await acquire(key, deadline: deadline)
         defer { release(key) }
         return try await body()

@@ -20,7 +20,7 @@ public class MemoryStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchecke
 /// The delegate behind ``MemoryStorage``.
 final class InMemoryStore<T: Codable & Sendable>: Storage {
     private let item = Locked<T?>(nil)
-    func save(item: T) async throws { self.item.withLock { $0 = item } }
-    func get() async throws -> T? { item.withLock { $0 } }
-    func delete() async throws { item.withLock { $0 = nil } }
+    nonisolated(nonsending) func save(item: T) async throws { self.item.withLock { $0 = item } }
+    nonisolated(nonsending) func get() async throws -> T? { item.withLock { $0 } }
+    nonisolated(nonsending) func delete() async throws { item.withLock { $0 = nil } }
 }

@@ -1,25 +1,36 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A place that keeps one item of type `T`: save it, read it back, delete it.
 ///
 /// The same protocol as the iOS SDK's `Storage`; the primary associated type makes
 /// `any Storage<Token>` work. Conforming types must be safe to call from any task.
+///
+/// The requirements are `nonisolated(nonsending)`: called from an actor (an app's main actor),
+/// they start on it, so a call answered from memory never leaves it (no hop to the global
+/// executor and back). A conformer written the iOS way, without the annotation, still conforms,
+/// and its methods take the same isolation: they run on the caller's actor until they await
+/// something that runs elsewhere. A conformer that blocks (synchronous file I/O, say) should do
+/// that work in a `@concurrent` function or on a thread of its own, not on the caller's actor.
 public protocol Storage<T>: Sendable {
     /// The stored item's type.
     associatedtype T: Codable, Sendable
 
     /// Stores `item`, replacing what was stored.
     /// - Throws: whatever the storage cannot do; see the conforming type.
-    func save(item: T) async throws
+    nonisolated(nonsending) func save(item: T) async throws
 
     /// The stored item, or nil when nothing is stored.
     /// - Throws: when the storage cannot be read (for ``KeychainStorage``: locked, unavailable,
     ///   timed out, corrupt). "Cannot read" is never reported as nil.
-    func get() async throws -> T?
+    nonisolated(nonsending) func get() async throws -> T?
 
     /// Removes the stored item. Deleting when nothing is stored succeeds.
     /// - Throws: when the storage cannot be changed.
-    func delete() async throws
+    nonisolated(nonsending) func delete() async throws
 }
 
 /// How a ``StorageDelegate`` keeps a copy of the item in memory.

@@ -6,7 +6,8 @@ import SecretService
 /// custom storages written against the iOS SDK.
 ///
 /// Thread-safety: safe to use from any number of tasks at once; the cache sits behind one lock
-/// that is held only to copy a value in or out (a cached `get` costs one uncontended lock).
+/// that is held only to copy a value in or out (a cached `get` costs one uncontended lock, and,
+/// being `nonisolated(nonsending)`, runs on the caller's actor: no executor hop).
 ///
 /// `@unchecked Sendable`: the class is `open` (so it cannot be checked `Sendable`), and its own
 /// state is immutable except for the cache, which is a `Mutex`. Subclasses must keep their own
@@ -37,7 +38,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     /// Saves and deletes of one storage run one after the other, so that the cache and the
     /// delegate always end up holding the same item, whatever the interleaving of concurrent calls.
     /// - Throws: the delegate's error. With ``CacheStrategy/CACHE`` the item stays cached anyway.
-    public func save(item: T) async throws {
+    nonisolated(nonsending) public func save(item: T) async throws {
         try await serially {
             switch cacheStrategy {
             case .NO_CACHE:
@@ -55,7 +56,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     /// The item, from the cache or the delegate depending on the strategy.
     /// - Throws: the delegate's error (with ``CacheStrategy/CACHE_ON_FAILURE`` only when the
     ///   cache is empty).
-    public func get() async throws -> T? {
+    nonisolated(nonsending) public func get() async throws -> T? {
         switch cacheStrategy {
         case .NO_CACHE:
             return try await delegate.get()
@@ -82,7 +83,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
 
     /// Deletes the item from the delegate, then clears the cache.
     /// - Throws: the delegate's error; the cache is then left as it was.
-    public func delete() async throws {
+    nonisolated(nonsending) public func delete() async throws {
         try await serially {
             try await delegate.delete()
             cache.withLock { $0 = nil }
@@ -91,7 +92,9 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
 
     /// Runs a save, a delete, or a `get` that refreshes the cache, after the ones before it (a
     /// cached `get` never waits).
-    private func serially<Value: Sendable>(_ body: () async throws -> Value) async throws -> Value {
+    nonisolated(nonsending) private func serially<Value: Sendable>(
+        _ body: nonisolated(nonsending) () async throws -> Value
+    ) async throws -> Value {
         guard cacheStrategy != .NO_CACHE else { return try await body() }
         do {
             return try await writes.withLock("", deadline: Deadline(timeout: Deadline.longest), body)
