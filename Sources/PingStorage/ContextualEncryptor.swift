@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Where an encrypted value belongs: the storage passes it to encryptors that can bind their
 /// output to it, so that bytes copied to another account fail to decrypt.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 public import SecretService
 
 /// Storage in the user's keyring through the freedesktop Secret Service (GNOME Keyring,

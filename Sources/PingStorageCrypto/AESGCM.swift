@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// AES-256-GCM with a 96-bit nonce and a 128-bit tag, over libgcrypt.
 ///

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The versioned binary format of an encrypted item: AES-256-GCM ciphertext with everything needed
 /// to open it except the key.

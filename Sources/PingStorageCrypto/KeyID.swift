@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The identifier of a ``SymmetricKey``: 16 random bytes chosen when the key is created.
 ///

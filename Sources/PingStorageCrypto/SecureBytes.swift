@@ -3,7 +3,11 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Locking
 
 /// Overwrites `buffer` with zeros in a way the optimiser cannot remove (`explicit_bzero`), even

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A 256-bit AES key whose bytes are kept in locked memory and wiped when the last copy is released.
 ///
