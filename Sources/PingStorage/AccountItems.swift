@@ -167,6 +167,7 @@ extension KeychainItems {
         guard found.paths != [created.path], !found.paths.isEmpty else { return }
         let target = try await newest(found)
         for duplicate in found.paths where duplicate != target.path {
+            Log.info("Account '\(account)': another client created it at the same time; removing \(duplicate), keeping \(target.path)")
             _ = try await backend.deleteItem(duplicate)
         }
     }

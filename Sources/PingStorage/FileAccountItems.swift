@@ -40,6 +40,12 @@ struct FileAccountItems: Sendable {
                     item.label = label
                     item.attributes.merge(attributes) { $1 }
                     guard item != stored[target] || !duplicates.isEmpty else { throw FileKeyringError.aborted("unchanged") }
+                    if item.label != stored[target].label || item.attributes != stored[target].attributes {
+                        Log.info("Account '\(rules.account)': giving the file keyring's item \(target + 1) PingStorage's label and attributes")
+                    }
+                    if !duplicates.isEmpty {
+                        Log.info("Account '\(rules.account)': removing \(duplicates.count) duplicate item(s) from the file keyring")
+                    }
                     stored[target] = item
                     for index in duplicates.reversed() { stored.remove(at: index) }
                 }

@@ -125,12 +125,14 @@ actor KeyVault {
         let deadline = Deadline(timeout: timeout)
         guard let loaded = try await store(by: deadline).loadKey(id, by: deadline) else {
             // Deleted meanwhile: choose (or make) another key and seal again.
+            Log.warning("The encryption key \(id.hexString) was deleted while an item was saved; sealing it again with another")
             keys[id] = nil
             current = nil
             return false
         }
         let stored = try loaded.get()
         if stored.hasSameBytes(as: sealedWith) { return true }
+        Log.warning("The encryption key \(id.hexString) was rewritten by another program while an item was saved; sealing it again")
         keys[id] = stored
         return false
     }
@@ -185,7 +187,9 @@ actor KeyVault {
     /// A new key and id.
     static func newKey() throws(KeychainError) -> (KeyID, SymmetricKey) {
         do {
-            return (try KeyID.generate(), try SymmetricKey.generate())
+            let (id, key) = (try KeyID.generate(), try SymmetricKey.generate())
+            Log.info("No encryption key in the keyring: creating key \(id.hexString)")
+            return (id, key)
         } catch {
             throw .providerError(.init(message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed")."))
         }

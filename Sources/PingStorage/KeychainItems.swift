@@ -48,7 +48,7 @@ struct KeychainItems: Sendable {
     /// GetSecret; if the answer's token shows a change meanwhile, the account is searched again.
     func read() async throws -> SecretValue? {
         try validate()
-        return try await operation(file: { try await $0.read() }) { items in
+        return try await operation("read", file: { try await $0.read() }) { items in
             if let known = items.rememberedItem(), let value = try await items.readRemembered(known) {
                 return try await items.settled(value, at: known.path)
             }
@@ -70,7 +70,7 @@ struct KeychainItems: Sendable {
     /// `value` (gnome-keyring rewrites its whole file on every write).
     func write(_ value: SecretValue) async throws {
         try validate()
-        try await operation(file: { try await $0.write(value) }) { items in
+        try await operation("save", file: { try await $0.write(value) }) { items in
             if let known = items.rememberedItem(), known.isComplete, try await items.writeRemembered(known, value) { return }
             try await items.retryingVanishedItem { () async throws(SecretServiceError) in
                 let found = try await items.accountItems()
@@ -84,8 +84,13 @@ struct KeychainItems: Sendable {
                 if current.value.bytes != value.bytes {
                     _ = try await items.backend.setSecret(value, of: target.path)
                 }
-                if !items.isComplete(target) { try await items.complete(target) }
+                if !items.isComplete(target) {
+                    Log.info("Account '\(items.account)': giving the item \(target.path) PingStorage's label and attributes "
+                        + "(written by another tool: \(target.label))")
+                    try await items.complete(target)
+                }
                 for duplicate in found.paths where duplicate != target.path {
+                    Log.info("Account '\(items.account)': removing the duplicate item \(duplicate) (keeping \(target.path))")
                     _ = try await items.backend.deleteItem(duplicate)
                 }
                 var completed = target
@@ -99,7 +104,7 @@ struct KeychainItems: Sendable {
     /// Deletes every item of the account. Nothing to delete is success.
     func delete() async throws {
         try validate()
-        try await operation(file: { try await $0.delete() }) { items in
+        try await operation("delete", file: { try await $0.delete() }) { items in
             // The remembered item was the account's only one, and nothing was created since:
             // delete it without searching (deleting an item that is already gone succeeds).
             if let known = items.rememberedItem() {
@@ -115,7 +120,7 @@ struct KeychainItems: Sendable {
     /// Where the item lives, without its secret; nil when there is none.
     func info() async throws -> SecretItemInfo? {
         try validate()
-        return try await operation(file: { try await $0.info() }) { items in
+        return try await operation("item info", file: { try await $0.info() }) { items in
             let found = try await items.accountItems()
             return found.paths.isEmpty ? nil : try await items.newest(found)
         }
@@ -124,9 +129,12 @@ struct KeychainItems: Sendable {
     /// Runs `onSecretService` or `onFile`, where the items are, holding the account's lock, with
     /// every call ending by the configuration's deadline (waiting for the lock and choosing the
     /// backend included), and throws what a Storage method throws.
-    private func operation<Value: Sendable>(file onFile: (FileAccountItems) async throws -> Value,
+    private func operation<Value: Sendable>(_ name: String, file onFile: (FileAccountItems) async throws -> Value,
                                             secretService onSecretService: (KeychainItems) async throws -> Value) async throws -> Value {
+        Log.forwardingSecretService
         let deadline = Deadline(timeout: configuration.timeout)
+        let started = ContinuousClock.now
+        defer { Log.debug("\(name) of account '\(account)' (service \(configuration.service)): \((ContinuousClock.now - started).milliseconds)") }
         do {
             return try await AccountLocks.shared.withLock(lockKey, deadline: deadline) {
                 let place = hasGivenBackend ? .secretService : try await KeychainPlaces.shared.place(for: configuration, by: deadline).0
@@ -140,7 +148,12 @@ struct KeychainItems: Sendable {
                 }
             }
         } catch let error as SecretServiceError {
-            throw KeychainError.thrown(error)
+            let thrown = KeychainError.thrown(error)
+            Log.warning("\(name) of account '\(account)' (service \(configuration.service)) failed: \(error.code)", error: thrown)
+            throw thrown
+        } catch {
+            Log.warning("\(name) of account '\(account)' (service \(configuration.service)) failed", error: error)
+            throw error
         }
     }
 

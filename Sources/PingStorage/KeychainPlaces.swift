@@ -58,6 +58,7 @@ final class KeychainPlaces: Sendable {
             }
         }
         decided.withLock { $0[key] = decision }
+        Log.info("Items of service \(configuration.service) are kept in the \(decision.choice)")
         return (decision.place, decision.choice)
     }
 
@@ -109,6 +110,11 @@ final class KeychainPlaces: Sendable {
             keyring: keyring, service: configuration.service, collection: configuration.collection, deadline: deadline)
         let outcome = await migration.run()
         keychain.migrations.withLock { $0[configuration.service] = outcome }
+        switch outcome {
+        case .failed(let error): Log.warning("Moving the host's items of \(configuration.service) into the file keyring: \(outcome)", error: error)
+        case .moved: Log.info("Moving the host's items of \(configuration.service) into the file keyring: \(outcome)")
+        case .alreadyDone, .hostUnreachable: Log.debug("Moving the host's items of \(configuration.service) into the file keyring: \(outcome)")
+        }
     }
 }
 

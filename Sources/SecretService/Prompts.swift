@@ -13,6 +13,8 @@ enum Prompts {
     static func run(_ path: ObjectPath, resultType: StaticString, in session: ProviderSession, operation: String,
                     deadline: Deadline) async throws(SecretServiceError) -> Variant? {
         guard path != .none else { return nil }
+        SecretServiceDiagnostics.report(.info, "\(operation): the keyring service shows a prompt (\(path))")
+        let started = ContinuousClock.now
         let router = session.bus.router
         let waiter = OneShot<Variant>(operation: operation, deadline: deadline)
         let completed = try await waiter.value { waiter in
@@ -34,6 +36,7 @@ enum Prompts {
                 if let serial { router.forget(serial: serial) }
                 guard case .failure(let error) = result, error.code == .timedOut || error.code == .cancelled else { return }
                 LoopThread.shared.assertCurrent("deadlines and cancellations end on the loop thread")
+                SecretServiceDiagnostics.report(.warning, "\(operation): the prompt was not answered (\(error.code)); dismissing it")
                 dismiss(path, in: session)
             }
         }
@@ -41,8 +44,10 @@ enum Prompts {
             throw .protocolError(operation, detail: "Completed of type \(completed.typeString)")
         }
         if completed.child(0).boolean {
+            SecretServiceDiagnostics.report(.info, "\(operation): the prompt was dismissed after \(elapsedMilliseconds(since: started))")
             throw .promptDismissed(operation, detail: "prompt \(path)")
         }
+        SecretServiceDiagnostics.report(.info, "\(operation): the prompt was answered after \(elapsedMilliseconds(since: started))")
         let result = completed.child(1).unboxed
         guard result.isOfType(resultType) else {
             throw .protocolError(operation, detail: "the prompt's result has type \(result.typeString), not \(resultType)")

@@ -20,10 +20,12 @@ enum ProviderQuirks {
                 session = try await SessionCrypto.open(on: bus, owner: owner, deadline: deadline)
             } catch where rejectedKeys < 2 && isRejectedPublicKey(error) {
                 rejectedKeys += 1
+                SecretServiceDiagnostics.report(.warning, "The keyring service rejected the session's public key (a KWallet quirk): opening another session")
                 continue
             }
             if session.isPlain, plainSessions < 2 {
                 plainSessions += 1
+                SecretServiceDiagnostics.report(.warning, "The keyring service offered only a plain session (a KWallet quirk): asking again")
                 continue
             }
             return session
@@ -70,6 +72,7 @@ enum ProviderQuirks {
         guard error.code == .providerError, attributes.keys.contains(where: providerOwnedAttributes.contains) else {
             return nil
         }
+        SecretServiceDiagnostics.report(.info, "The keyring service refused the attributes it computes itself (a KeePassXC quirk): writing without them")
         return attributes.filter { !providerOwnedAttributes.contains($0.key) }
     }
 

@@ -125,13 +125,25 @@ final class ProviderLink: Sendable {
     func session(deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
         if let current = state.withLock({ $0.session }), current.isCurrent { return current }
         return try await opening.value(operation: "connect to the keyring", deadline: deadline) { deadline throws(SecretServiceError) in
-            if let current = self.state.withLock({ $0.session }), current.isCurrent { return current }
+            let previous = self.state.withLock { $0.session }
+            if let previous, previous.isCurrent { return previous }
+            let started = ContinuousClock.now
             let connection = self.state.withLock { state in state.connection.flatMap { $0.isClosed ? nil : $0 } }
             let bus: BusConnection
             if let connection { bus = connection } else { bus = try await BusConnection.open(self.bus, deadline: deadline) }
             self.state.withLock { $0.connection = bus }
-            let session = try await ProviderSession.open(on: bus, deadline: deadline)
+            let session: ProviderSession
+            do throws(SecretServiceError) {
+                session = try await ProviderSession.open(on: bus, deadline: deadline)
+            } catch {
+                SecretServiceDiagnostics.report(.warning, "Could not connect to the keyring service on \(self.bus): \(error.code) (\(error.message))")
+                throw error
+            }
             self.state.withLock { $0.session = session }
+            let provider = session.provider
+            SecretServiceDiagnostics.report(.info, (previous == nil ? "Connected to " : "Reconnected (the keyring service restarted or the connection closed) to ")
+                + "\(provider.displayName) (pid \(provider.processID.map(String.init) ?? "?"), \(provider.executable ?? "executable unknown")) on \(self.bus), "
+                + "transport \(provider.transportAlgorithm), in \(elapsedMilliseconds(since: started))")
             return session
         }
     }

@@ -77,6 +77,8 @@ extension SecretServiceClient {
                 { () async throws(SecretServiceError) in try await self.itemInfo(path, session, deadline) },
                 { () async throws(SecretServiceError) in try await self.collectionInfo(at: path.collection, session, deadline) })
             let locked = [item.isLocked ? path.objectPath : nil, collection.isLocked ? path.collection : nil].compactMap { $0 }
+            SecretServiceDiagnostics.report(.info, "\(operation): \(path) answered with \(read.value == nil ? "an undecodable" : "an empty") secret "
+                + "(a KWallet quirk); it is \(locked.isEmpty ? "unlocked" : "locked")")
             if locked.isEmpty {
                 guard let value = read.value else {
                     throw .disconnected(operation, detail: "the secret of \(path) could not be decrypted with this session's key")
@@ -141,6 +143,7 @@ extension SecretServiceClient {
             let operation = "create item"
             let collectionPath = try await resolve(collection, session, deadline)
             if replacing, ProviderQuirks.emulatesReplace(session.kind) {
+                SecretServiceDiagnostics.report(.debug, "create item: replacing emulated (a KeePassXC quirk)")
                 let found = try await search(attributes, in: collection, session, deadline).all
                 if let existing = found.first(where: { _ in true }), found.count == 1 {
                     try await unlockingOnce(existing.objectPath, session, deadline, operation: operation) { () async throws(SecretServiceError) in

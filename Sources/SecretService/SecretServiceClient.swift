@@ -183,9 +183,16 @@ public final class SecretServiceClient: Sendable {
                 throw .insecureTransport(operation)
             }
             do throws(SecretServiceError) {
-                return try await body(session, deadline)
+                let started = ContinuousClock.now
+                let value = try await body(session, deadline)
+                SecretServiceDiagnostics.report(.debug, "\(operation): \(elapsedMilliseconds(since: started))")
+                return value
             } catch where error.code == .disconnected && attempt < 3 {
+                SecretServiceDiagnostics.report(.warning, "\(operation): the connection was lost (\(error.detail ?? error.message)); trying again")
                 link.invalidate(session)
+            } catch {
+                SecretServiceDiagnostics.report(error.code == .itemNotFound ? .debug : .warning, "\(operation) failed: \(error.code) (\(error.message))")
+                throw error
             }
         }
     }

@@ -1,0 +1,58 @@
+import Locking
+import PingLogger
+import SecretService
+
+/// PingStorage's log: what a support engineer needs (the backend and why, the provider reached,
+/// retries, provider quirks handled, items adopted or collapsed, failures, timings), through the
+/// SDK's shared logger, `LogManager.logger`, which logs nothing until the app sets it.
+/// SecretService's diagnostic events are forwarded here. Never secret bytes: messages name
+/// accounts, services, item paths, key ids and error kinds, never values or keys.
+enum Log {
+    /// Forwards SecretService's events to this log, once per process (a receiver the app set
+    /// itself is kept). Evaluated by the first keychain operation.
+    static let forwardingSecretService: Void = {
+        SecretServiceDiagnostics.setHandlerIfNone { event in
+            switch event.level {
+            case .debug: Log.debug(event.message)
+            case .info: Log.info(event.message)
+            case .warning: Log.warning(event.message)
+            }
+        }
+    }()
+
+    /// Detail for a developer: each operation's duration.
+    static func debug(_ message: @autoclosure () -> String) {
+        emit(message) { $0.d($1) }
+    }
+
+    /// A normal event: the backend chosen, a connection, an item adopted.
+    static func info(_ message: @autoclosure () -> String) {
+        emit(message) { $0.i($1) }
+    }
+
+    /// Something failed, was retried or was repaired, and the operation goes on or fails.
+    static func warning(_ message: @autoclosure () -> String, error: (any Error)? = nil) {
+        emit(message) { $0.w($1, error: error) }
+    }
+
+    /// Also receives every message, as logged (tests check that no secret reaches the log).
+    package static let observer = Locked<(@Sendable (String) -> Void)?>(nil)
+
+    private static func emit(_ message: () -> String, _ send: (any Logger, String) -> Void) {
+        let logger = LogManager.logger
+        let observer = Self.observer.withLock { $0 }
+        // Nothing is built when nobody listens: the default logger drops everything.
+        guard observer != nil || !(logger is NoneLogger) else { return }
+        let text = "PingStorage: " + message()
+        send(logger, text)
+        observer?(text)
+    }
+}
+
+extension Duration {
+    /// "12.3 ms", for log messages.
+    var milliseconds: String {
+        let microseconds = components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000
+        return "\(microseconds / 1000).\(microseconds % 1000 / 100) ms"
+    }
+}
