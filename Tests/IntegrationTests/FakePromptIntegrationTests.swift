@@ -32,7 +32,7 @@ extension Integration {
                 try await client.unlock([login])
             }
             #expect(error?.code == .promptDismissed, "\(String(describing: error))")
-            #expect(elapsed < .seconds(2), "\(elapsed)")
+            #expect(elapsed < .seconds(10), "at once, not at the 30 s deadline: \(elapsed)")
             #expect(try fake.calls("Prompt") == 1)
             #expect(try fake.state().collection(fakeLogin)?.locked == true)
         }
@@ -41,12 +41,12 @@ extension Integration {
             try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("prompt-never-completes")
-            let client = fake.client(timeout: .milliseconds(1500))
+            let client = fake.client(timeout: .seconds(3))
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
                 try await client.unlock([login])
             }
             #expect(error?.code == .timedOut, "\(String(describing: error))")
-            #expect(elapsed >= .milliseconds(1400) && elapsed < .milliseconds(3500), "at the 1.5 s deadline: \(elapsed)")
+            #expect(elapsed >= .milliseconds(2900) && elapsed < .seconds(8), "at the 3 s deadline: \(elapsed)")
             #expect(try fake.calls("Prompt") == 1)
             #expect(try await fake.awaitCalls("Dismiss", atLeast: 1) == 1, "the prompt was dismissed:\n\(fake.log)")
             #expect(try fake.state().collection(fakeLogin)?.locked == true)
@@ -56,12 +56,12 @@ extension Integration {
             try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("prompt-wrong-type")
-            let client = fake.client(timeout: .seconds(10))
+            let client = fake.client()
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
                 try await client.unlock([login])
             }
             #expect(error?.code == .protocolError, "\(String(describing: error))")
-            #expect(elapsed < .seconds(2), "when the prompt answers (0.1 s), not at the 10 s deadline: \(elapsed)")
+            #expect(elapsed < .seconds(10), "when the prompt answers (0.1 s), not at the 30 s deadline: \(elapsed)")
             #expect(try fake.calls("Prompt") == 1)
         }
 
@@ -69,13 +69,13 @@ extension Integration {
             try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-completes")
-            let client = fake.client(timeout: .seconds(10), allowsPrompts: false)
+            let client = fake.client(allowsPrompts: false)
             #expect(try await client.collectionInfo(.default).isLocked, "connected before the timed call")
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
                 try await client.unlock([login])
             }
             #expect(error?.code == .locked, "\(String(describing: error))")
-            #expect(elapsed < .seconds(1), "\(elapsed)")
+            #expect(elapsed < .seconds(5), "at once, not at the 30 s deadline: \(elapsed)")
             #expect(try fake.calls("Unlock") == 1)
             #expect(try await fake.awaitCalls("Dismiss", atLeast: 1) == 1, "the prompt Unlock returned is dismissed unseen")
             #expect(try fake.calls("Prompt") == 0, "no Prompt() call:\n\(fake.log)")

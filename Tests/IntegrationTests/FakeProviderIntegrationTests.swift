@@ -18,7 +18,7 @@ extension Integration {
             try fake.scenario("locked-prompt-completes")
             let (neverPrompt, elapsed) = await timedKeychainError { _ = try await fake.storage(account, allowsPrompts: false).get() }
             #expect(neverPrompt?.kind == "locked", "\(String(describing: neverPrompt))")
-            #expect(elapsed < .seconds(2), "never-prompt fails at once: \(elapsed)")
+            #expect(elapsed < .seconds(10), "never-prompt fails at once, not at the 30 s deadline: \(elapsed)")
             #expect(try fake.calls("Prompt") == 0, "no prompt was shown")
             #expect(try await fake.storage(account).get() == "kept")
             #expect(try fake.calls("Prompt") == 1)
@@ -44,9 +44,9 @@ extension Integration {
             let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("prompt-never-completes")
-            let (error, elapsed) = await timedKeychainError { _ = try await fake.storage(account, timeout: .seconds(2)).get() }
+            let (error, elapsed) = await timedKeychainError { _ = try await fake.storage(account, timeout: .seconds(3)).get() }
             #expect(error?.kind == "timedOut", "\(String(describing: error))")
-            #expect(elapsed >= .milliseconds(1900) && elapsed < .seconds(4), "ends at the 2 s deadline: \(elapsed)")
+            #expect(elapsed >= .milliseconds(2900) && elapsed < .seconds(8), "ends at the 3 s deadline: \(elapsed)")
             #expect(try await fake.awaitCalls("Dismiss", atLeast: 1) == 1, "the prompt left behind is dismissed")
             try fake.scenario("normal")
             #expect(try fake.items().map(\.secret) == [storedJSON("kept")])
@@ -73,9 +73,9 @@ extension Integration {
             let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("prompt-wrong-type")
-            let (error, elapsed) = await timedKeychainError { _ = try await fake.storage(account, timeout: .seconds(5)).get() }
+            let (error, elapsed) = await timedKeychainError { _ = try await fake.storage(account).get() }
             #expect(error?.kind == "providerError", "a protocol error, typed: \(String(describing: error))")
-            #expect(elapsed < .seconds(2), "at once (the prompt answers after 0.1 s), not at the 5 s deadline: \(elapsed)")
+            #expect(elapsed < .seconds(10), "at once (the prompt answers after 0.1 s), not at the 30 s deadline: \(elapsed)")
         }
 
         @Test func slowRepliesEndAtTheDeadline() async throws {
@@ -83,13 +83,13 @@ extension Integration {
             let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             try fake.scenario("slow", "delay=10")
-            let storage = fake.storage(account, timeout: .milliseconds(1500))
+            let storage = fake.storage(account, timeout: .seconds(3))
             let (error, elapsed) = await timedKeychainError { _ = try await storage.get() }
             #expect(error?.kind == "timedOut", "\(String(describing: error))")
-            #expect(elapsed >= .milliseconds(1400) && elapsed < .seconds(5), "\(elapsed)")
+            #expect(elapsed >= .milliseconds(2900) && elapsed < .seconds(8), "\(elapsed)")
             let (save, saveElapsed) = await timedKeychainError { try await storage.save(item: "new") }
             #expect(save?.kind == "timedOut", "\(String(describing: save))")
-            #expect(saveElapsed >= .milliseconds(1400) && saveElapsed < .seconds(5), "\(saveElapsed)")
+            #expect(saveElapsed >= .milliseconds(2900) && saveElapsed < .seconds(8), "\(saveElapsed)")
         }
 
         /// One process: a read works, then the service dies while a save is in flight, is started

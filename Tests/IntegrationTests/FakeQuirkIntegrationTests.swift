@@ -31,12 +31,12 @@ extension Integration {
             #expect(found.locked == [item] && found.unlocked.isEmpty, "a search reports it locked: \(found)")
             let getSecretsBefore = try fake.calls("GetSecret")
 
-            let noPrompts = client.with(options: .init(timeout: .seconds(10), allowsPrompts: false))
+            let noPrompts = client.with(options: .init(timeout: .seconds(30), allowsPrompts: false))
             let (error, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
                 try await noPrompts.secret(of: item)
             }
             #expect(error?.code == .locked, "\(String(describing: error))")
-            #expect(elapsed < .seconds(2), "at once: \(elapsed)")
+            #expect(elapsed < .seconds(10), "at once, not at the 30 s deadline: \(elapsed)")
             #expect(try fake.calls("GetSecret") > getSecretsBefore, "the fake's empty answer was what the client saw first")
             #expect(try fake.calls("Prompt") == 0, "no prompt shown")
             #expect(try fake.state().collection(fakeLogin)?.locked == true)
@@ -50,7 +50,7 @@ extension Integration {
             let client = fake.client()
             let item = try await createItem(client, "kept")
             try fake.scenario("kwallet-locked", "prompt=never")
-            let noPrompts = client.with(options: .init(timeout: .seconds(10), allowsPrompts: false))
+            let noPrompts = client.with(options: .init(timeout: .seconds(30), allowsPrompts: false))
             let write = await secretServiceError { () async throws(SecretServiceError) in
                 try await noPrompts.setSecret(SecretValue(bytes: Data("overwritten".utf8)), of: item)
             }
@@ -97,7 +97,7 @@ extension Integration {
                                       ("delete", { try await storage.delete() })] as [(String, () async throws -> Void)] {
                 let (error, elapsed) = await timedKeychainError(operation)
                 #expect(error?.kind == "locked", "\(name): \(String(describing: error))")
-                #expect(elapsed < .seconds(2), "\(name) at once: \(elapsed)")
+                #expect(elapsed < .seconds(10), "\(name) at once, not at the deadline: \(elapsed)")
                 let after = try fake.items()
                 #expect(after.map(\.path) == before.map(\.path) && after.map(\.secret) == before.map(\.secret),
                         "\(name) wrote or deleted nothing")
@@ -122,7 +122,7 @@ extension Integration {
                 try fake.scenario("kwallet-locked", "prompt=never")
                 let (error, elapsed) = await timedKeychainError(operation)
                 #expect(error?.kind == "locked", "\(name): \(String(describing: error))")
-                #expect(elapsed < .seconds(2), "\(name) at once: \(elapsed)")
+                #expect(elapsed < .seconds(10), "\(name) at once, not at the deadline: \(elapsed)")
                 let after = try fake.items()
                 #expect(after.map(\.path) == before.map(\.path) && after.map(\.secret) == before.map(\.secret),
                         "\(name) wrote or deleted nothing")

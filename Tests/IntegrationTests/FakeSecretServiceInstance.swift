@@ -144,7 +144,7 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
     }
 
     /// A Secret Service client of the fake, in this process, with a connection of its own.
-    func client(timeout: Duration = .seconds(10), allowsPrompts: Bool = true,
+    func client(timeout: Duration = .seconds(30), allowsPrompts: Bool = true,
                 allowsPlainTransport: Bool = false) -> SecretServiceClient {
         SecretServiceClient(bus: .address(busAddress),
                             options: .init(timeout: timeout, allowsPrompts: allowsPrompts,
@@ -153,7 +153,7 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
 
     /// A KeychainStorage of the fake, in this process (every storage of one fake shares one
     /// connection, as in an app).
-    func storage(_ account: String, timeout: Duration = .seconds(10), allowsPrompts: Bool = true,
+    func storage(_ account: String, timeout: Duration = .seconds(30), allowsPrompts: Bool = true,
                  allowsPlainTransport: Bool = false, collection: CollectionReference = .default) -> KeychainStorage<String> {
         KeychainStorage<String>(account: account, configuration: KeychainConfiguration(
             collection: collection, timeout: timeout, allowsPrompts: allowsPrompts,

@@ -123,7 +123,7 @@ extension Integration {
         @Test func concurrentReadsWithDifferentDeadlinesEachEndAtTheirOwn() async throws {
             try Harness.requireHarness()
             // One account each: calls on the same account wait for each other.
-            let deadlines: [Double] = [3, 3, 1, 2]
+            let deadlines: [Double] = [8, 8, 2, 5]
             let accounts = deadlines.map { _ in uniqueAccount() }
             let storages = zip(accounts, deadlines).map { account, seconds in
                 KeychainStorage<String>(account: account, configuration: KeychainConfiguration(timeout: .seconds(seconds)))
@@ -147,7 +147,7 @@ extension Integration {
             try Harness.ctl("resume")
             for (seconds, elapsed, kind) in results {
                 #expect(kind == "timedOut", "\(seconds) s: \(String(describing: kind))")
-                #expect(elapsed >= .seconds(seconds) - .milliseconds(100) && elapsed < .seconds(seconds) + .milliseconds(900),
+                #expect(elapsed >= .seconds(seconds) - .milliseconds(100) && elapsed < .seconds(seconds) + .milliseconds(2500),
                         "the \(seconds) s call ended after \(elapsed)")
             }
             for storage in storages {
@@ -172,7 +172,7 @@ extension Integration {
             } else {
                 Issue.record("expected CancellationError")
             }
-            #expect(ContinuousClock.now - started < .seconds(1))
+            #expect(ContinuousClock.now - started < .seconds(5), "at once, not at the 25 s deadline")
         }
 
         @Test func lockedKeyringWithPromptsDisabledFailsAtOnceAndTouchesNothing() async throws {
@@ -193,7 +193,7 @@ extension Integration {
             let missing = KeychainStorage<String>(
                 account: uniqueAccount(), configuration: KeychainConfiguration(allowsPrompts: false))
             #expect(await keychainError { _ = try await missing.get() }?.kind == "locked")
-            #expect(ContinuousClock.now - started < .seconds(2))
+            #expect(ContinuousClock.now - started < .seconds(10), "four calls at once, none at the 25 s deadline")
 
             // With prompts allowed, no prompt can be shown here. GNOME Keyring says so (its prompt
             // completes dismissed); KWallet and KeePassXC open a dialog no one sees and never answer,

@@ -10,6 +10,17 @@ final class CountingLogger: Logger {
     func i(_ message: String) { calls.withLock { $0.append("i " + message) } }
     func w(_ message: String, error: (any Error)?) { calls.withLock { $0.append("w " + message) } }
     func e(_ message: String, error: (any Error)?) { calls.withLock { $0.append("e " + message) } }
+
+    /// The calls whose message starts with `mark`, without it: what one test logged, whoever else logs.
+    func ownCalls(marked mark: String) -> [String] {
+        calls.withLock { calls in
+            calls.compactMap { call in
+                let (level, message) = (call.prefix(2), call.dropFirst(2))
+                guard message.hasPrefix(mark + " ") else { return nil }
+                return String(level + message.dropFirst(mark.count + 1))
+            }
+        }
+    }
 }
 
 /// The iOS SDK's README example of a custom logger, written as SDK users write it (a struct,
@@ -26,8 +37,13 @@ extension LogManager {
 }
 
 /// The tests that touch the process-wide `LogManager.logger`; serialized, each restores `none`.
+///
+/// The library logs through the same logger from other suites running in parallel, so each test counts
+/// only the messages that carry its own mark.
 @Suite(.serialized)
 struct LogManagerTests {
+    let ownMark = "[LogManagerTests \(UInt64.random(in: 0 ... .max))]"
+
     @Test func sharedLoggerDefaultsToNoneAndCanBeSet() {
         #expect(LogManager.logger is NoneLogger)
         LogManager.logger = LogManager.standard
@@ -38,11 +54,11 @@ struct LogManagerTests {
         #expect(LogManager.logger is WarningErrorOnlyLogger)
         let counting = CountingLogger()
         LogManager.logger = counting
-        LogManager.logger.d("one")
-        LogManager.logger.i("two")
-        LogManager.logger.w("three", error: nil)
-        LogManager.logger.e("four", error: POSIXFailure(call: "x", code: 1))
-        #expect(counting.calls.withLock { $0 } == ["d one", "i two", "w three", "e four"])
+        LogManager.logger.d("\(ownMark) one")
+        LogManager.logger.i("\(ownMark) two")
+        LogManager.logger.w("\(ownMark) three", error: nil)
+        LogManager.logger.e("\(ownMark) four", error: POSIXFailure(call: "x", code: 1))
+        #expect(counting.ownCalls(marked: ownMark) == ["d one", "i two", "w three", "e four"])
         LogManager.logger = LogManager.none
         #expect(LogManager.logger is NoneLogger)
     }
@@ -54,12 +70,12 @@ struct LogManagerTests {
                 group.addTask {
                     for round in 0..<500 {
                         if round % 10 == 0 { LogManager.logger = loggers[(task + round) % loggers.count] }
-                        LogManager.logger.i("\(task)-\(round)")
+                        LogManager.logger.i("\(ownMark) \(task)-\(round)")
                     }
                 }
             }
         }
-        let total = loggers.reduce(0) { $0 + $1.calls.withLock { $0.count } }
+        let total = loggers.reduce(0) { $0 + $1.ownCalls(marked: ownMark).count }
         #expect(total == 8 * 500)
         LogManager.logger = LogManager.none
     }
