@@ -56,6 +56,9 @@ func keyID(of envelope: Data) -> String {
 
 let envelopeMagic = Data([0x89, 0x50, 0x53, 0x45])
 
+/// The line every item command prints first on the host (`get`: on stderr).
+let hostBackendLine = "backend: Secret Service (not in a Flatpak sandbox (/.flatpak-info does not exist))\n"
+
 /// The key items of the session collection (secret-tool cannot tell collections apart: it
 /// prints item paths without theirs).
 func sessionKeyItems(_ attributes: [String: String] = [:]) async throws -> [ItemPath] {
