@@ -149,13 +149,20 @@ enum CommandTable {
             name: "doctor", summary: "check, step by step, that PingStorage can use the keyring",
             description: """
                 Checks in order, one line each, with a fix for what fails: the session bus is reachable, \
-                a Secret Service provider is present, the collection exists (the 'default' alias unless \
-                --collection), it is unlocked, the transport is encrypted, an item can be written, read \
+                which backend is used and why, a Secret Service provider is present, the collection exists \
+                (the 'default' alias unless --collection), it is unlocked, the transport is encrypted, an item can be written, read \
                 back and deleted (service \(probeService), a random account; always cleaned up), and \
                 SecuredKeyEncryptor's keys (xdg:schema = \(KeyringCommands.keySchemaName)) in the \
                 collection: which are present, or none yet, each holding 32 bytes (read, never \
-                printed; no key is created). Checks after a failure that need what failed are skipped. Exit status 0 only when no check failed; otherwise the status of the first \
-                failure (3 for an unusable keyring).
+                printed; no key is created). Checks after a failure that need what failed are skipped. \
+                Exit status 0 only when no check failed; otherwise the status of the first failure (3 for an \
+                unusable keyring).
+                When the backend is a Flatpak sandbox's file keyring, the checks are instead: the session bus \
+                (the Secret portal is on it), the backend, the Secret portal gives the app's secret (its size), \
+                the file keyring (its path; it exists with N items, or is created on the first save; a file \
+                that cannot be read or decrypted fails), moving the host's items in (when it ran), the same \
+                write/read/delete probe, and the encryption keys in the file; the Secret Service's checks are \
+                skipped. Without the portal's secret the status is 3.
                 """,
             options: []),
         CommandSpec(
