@@ -13,6 +13,15 @@ func pingKeyring(_ arguments: [String], input: Data? = nil, environment: [String
             environment: environment, timeout: timeout)
 }
 
+/// ``pingKeyring(_:input:environment:timeout:)`` for async tests: the process is awaited on a
+/// thread of its own, never on one of Swift's cooperative threads (see the async `run`).
+@discardableResult
+func runPingKeyring(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+                    timeout: TimeInterval = 60) async throws -> ProcessResult {
+    try await run(Harness.binaryDirectory.appendingPathComponent("ping-keyring").path, arguments, input: input,
+                  environment: environment, timeout: timeout)
+}
+
 /// The top-level JSON object a `--json` run printed on stdout.
 func jsonObject(_ result: ProcessResult, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
     let object = try JSONSerialization.jsonObject(with: result.stdout)
