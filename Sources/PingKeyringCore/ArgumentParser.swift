@@ -11,6 +11,9 @@ struct GlobalOptions: Sendable, Equatable {
     var noPrompt = false
     /// `--json`.
     var json = false
+    /// `--backend`; nil: not given, which is ``KeychainConfiguration/Backend/automatic`` (the
+    /// library's default: `$PINGSTORAGE_BACKEND`, else automatic selection).
+    var backend: KeychainConfiguration.Backend?
 }
 
 /// A parsed command, with defaults applied and values checked.
@@ -244,8 +247,23 @@ enum ArgumentParser {
             }
             options.timeout = .milliseconds(max(1, Int((seconds * 1000).rounded())))
         }
+        if let name = values["backend"] {
+            guard let backend = backendNamed[name] else {
+                let hint = Suggestion.didYouMean(name, among: backendNames)
+                throw .usage("--backend '\(name)' is not a backend" + (hint.isEmpty
+                    ? "; it is one of \(backendNames.joined(separator: ", "))" : hint), command: command)
+            }
+            options.backend = backend
+        }
         return options
     }
+
+    /// The values `--backend` takes, as `PINGSTORAGE_BACKEND` spells them.
+    static let backendNames = ["automatic", "secret-service", "file-keyring"]
+
+    private static let backendNamed: [String: KeychainConfiguration.Backend] = [
+        "automatic": .automatic, "secret-service": .secretService, "file-keyring": .fileKeyring(path: nil),
+    ]
 
     private static func command(_ name: String, _ values: [String: String], argument: String?) -> Command {
         let service = values["service"] ?? KeychainConfiguration.defaultService

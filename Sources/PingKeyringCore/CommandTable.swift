@@ -70,6 +70,12 @@ enum CommandTable {
                    help: "an alias (default, session, …) or an object path /org/freedesktop/secrets/collection/…; "
                        + "default: $PINGSTORAGE_COLLECTION, else the 'default' alias",
                    suggestedValues: ["default", "session"]),
+        OptionSpec(name: "backend", valueName: "BACKEND",
+                   help: "where the items are, as for an app with KeychainConfiguration's backend: automatic "
+                       + "($PINGSTORAGE_BACKEND, else inside a Flatpak sandbox the app's file keyring, unlocked by the "
+                       + "Secret portal; outside, the Secret Service), secret-service, or file-keyring "
+                       + "($XDG_DATA_HOME/keyrings/default.keyring); default automatic",
+                   suggestedValues: ArgumentParser.backendNames),
         OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
                    help: "deadline of each keyring call, prompts included: more than 0, at most 86400 (default 25)"),
         OptionSpec(name: "no-prompt", valueName: nil,
@@ -92,6 +98,11 @@ enum CommandTable {
                 its key), no (JSON text) or binary/unknown (other bytes). The secret is read to measure \
                 it, never printed.
                 With --service, lists every item with that service attribute.
+                Like every command that touches items, it works on the backend KeychainStorage uses with the \
+                same settings (see --backend) and prints which and why first: 'backend: Secret Service (…)', or \
+                in a Flatpak sandbox 'backend: file keyring PATH (…)', where the collection is the file and item \
+                paths are /file/NAME/N (the item's position in it). With --json, a 'backend' object: kind \
+                (secretService or fileKeyring), path and reason.
                 """,
             options: [OptionSpec(name: "service", short: "s", valueName: "SERVICE",
                                  help: "only items with this `service` attribute")]),
@@ -108,6 +119,7 @@ enum CommandTable {
                 neither JSON text nor an envelope (another Encryptor's output, or corrupt). The item is \
                 left unchanged. --raw prints the bytes exactly as stored, not decrypted, with no newline \
                 added. Exit status 1 when the account has no item.
+                The 'backend: …' line goes to stderr, so that stdout is the value alone.
                 """,
             options: [account, service,
                       OptionSpec(name: "raw", short: "r", valueName: nil, help: "print the bytes as stored, unchecked")]),
@@ -120,8 +132,8 @@ enum CommandTable {
                 whitespace is dropped; anything that is not JSON is refused and nothing is written.
                 With --encrypt the value is stored as SecuredKeyEncryptor's envelope (AES-256-GCM, bound \
                 to the service and account), exactly as KeychainStorage with SecuredKeyEncryptor() \
-                stores it, so apps read it back; the key is an item of its own in the collection, \
-                created on the first encrypted save.
+                stores it, so apps read it back; the key is an item of its own in the collection (or the \
+                file keyring), created on the first encrypted save.
                 """,
             options: [account, service,
                       OptionSpec(name: "encrypt", short: "e", valueName: nil,
@@ -137,13 +149,20 @@ enum CommandTable {
             name: "doctor", summary: "check, step by step, that PingStorage can use the keyring",
             description: """
                 Checks in order, one line each, with a fix for what fails: the session bus is reachable, \
-                a Secret Service provider is present, the collection exists (the 'default' alias unless \
-                --collection), it is unlocked, the transport is encrypted, an item can be written, read \
+                which backend is used and why, a Secret Service provider is present, the collection exists \
+                (the 'default' alias unless --collection), it is unlocked, the transport is encrypted, an item can be written, read \
                 back and deleted (service \(probeService), a random account; always cleaned up), and \
                 SecuredKeyEncryptor's keys (xdg:schema = \(KeyringCommands.keySchemaName)) in the \
                 collection: which are present, or none yet, each holding 32 bytes (read, never \
-                printed; no key is created). Checks after a failure that need what failed are skipped. Exit status 0 only when no check failed; otherwise the status of the first \
-                failure (3 for an unusable keyring).
+                printed; no key is created). Checks after a failure that need what failed are skipped. \
+                Exit status 0 only when no check failed; otherwise the status of the first failure (3 for an \
+                unusable keyring).
+                When the backend is a Flatpak sandbox's file keyring, the checks are instead: the session bus \
+                (the Secret portal is on it), the backend, the Secret portal gives the app's secret (its size), \
+                the file keyring (its path; it exists with N items, or is created on the first save; a file \
+                that cannot be read or decrypted fails), moving the host's items in (when it ran), the same \
+                write/read/delete probe, and the encryption keys in the file; the Secret Service's checks are \
+                skipped. Without the portal's secret the status is 3.
                 """,
             options: []),
         CommandSpec(
@@ -172,8 +191,9 @@ enum CommandTable {
     /// What the man page's DESCRIPTION says.
     static let about = """
         \(program) shows what apps using PingStorage keep in the Secret Service keyring (GNOME Keyring, \
-        KeePassXC, KWallet), reads and writes it exactly as an app does (through KeychainStorage and \
-        SecuredKeyEncryptor), and finds out, step by step, why the keyring refuses.
+        KeePassXC, KWallet), or inside a Flatpak sandbox in the app's file keyring, reads and writes it \
+        exactly as an app does (through KeychainStorage and SecuredKeyEncryptor, on the backend they use \
+        with the same settings), and finds out, step by step, why the keyring refuses.
         Options go before or after the command name, as --name VALUE, --name=VALUE or, for those with \
         a letter, -n VALUE (one letter per word). It never prints a secret, except the value 'get' is \
         asked for.
@@ -182,8 +202,12 @@ enum CommandTable {
     /// The environment variables the tool reads, for the man page.
     static let environment: [(name: String, meaning: String)] = [
         ("PINGSTORAGE_COLLECTION", "the collection to use when --collection is not given: an alias or an object path"),
-        ("DBUS_SESSION_BUS_ADDRESS", "the session bus on which the Secret Service provider is reached; without it, "
-            + "$XDG_RUNTIME_DIR/bus"),
+        ("PINGSTORAGE_BACKEND", "where the items are when --backend is not given (or is automatic): secret-service, "
+            + "file-keyring or automatic, as for apps using PingStorage"),
+        ("XDG_DATA_HOME", "the file keyring is $XDG_DATA_HOME/keyrings/default.keyring (else under "
+            + "$HOME/.local/share); in a Flatpak sandbox, the app's own data directory"),
+        ("DBUS_SESSION_BUS_ADDRESS", "the session bus on which the Secret Service provider and the Secret portal "
+            + "are reached; without it, $XDG_RUNTIME_DIR/bus"),
     ]
 
     static func command(named name: String) -> CommandSpec? { commands.first { $0.name == name } }

@@ -27,6 +27,9 @@ enum Doctor {
         static let probeMismatch = "the provider returned other bytes than were written; check its logs or try "
             + "another provider."
         static let seeMessage = "see the message; apps fail the same way."
+        /// `PINGSTORAGE_BACKEND` is not a backend, or the file keyring has no place.
+        static let backendSetting = "set PINGSTORAGE_BACKEND to secret-service, file-keyring or automatic, or unset "
+            + "it (or pass --backend); the file keyring needs XDG_DATA_HOME or HOME."
         static func damagedKey(_ keyID: String) -> String {
             "the key item was left unchanged: restore the keyring from a backup. Once no item needs this key, "
                 + "delete it (`secret-tool clear xdg:schema \(KeyringCommands.keySchemaName) key-id \(keyID)`) so "
@@ -34,17 +37,58 @@ enum Doctor {
         }
     }
 
+    /// Runs the checks of the backend in use: first which it is and why, then the Secret
+    /// Service's checks, or the file keyring's (``fileKeyringChecks(_:reason:problem:)``).
     static func run(_ environment: any DoctorEnvironment) async -> DoctorReport {
-        var checks: [DoctorCheck] = []
         var report = DoctorReport(checks: [], busAddress: environment.busAddress,
                                   collection: environment.collectionDescription)
+        let backend: KeychainBackendChoice
+        var problem: ToolError?
+        do {
+            backend = try await environment.backend()
+        } catch {
+            guard let planned = error.planned else {
+                report.checks = unusableBackendSetting(error.error)
+                return report
+            }
+            // In a sandbox, the file keyring is what the app aims at; why it cannot have it is the
+            // portal check's failure.
+            (backend, problem) = (planned, error.error)
+        }
+        report.backend = backend
+        let backendCheck = DoctorCheck.pass("backend", "backend", backend.summary)
+        if backend.filePath != nil {
+            report.collection = nil
+            report.checks = await fileKeyringChecks(environment, reason: backend.reason, problem: problem)
+        } else {
+            report.checks = await secretServiceChecks(environment, provider: &report.provider)
+        }
+        // Second, after the session bus.
+        report.checks.insert(backendCheck, at: 1)
+        return report
+    }
+
+    /// The backend setting is wrong (`PINGSTORAGE_BACKEND`): nothing else can be checked.
+    private static func unusableBackendSetting(_ error: ToolError) -> [DoctorCheck] {
+        [.skip("sessionBus", "session bus", "needs a usable backend setting"),
+         .fail("backend", "backend", error, fix: Fix.backendSetting)]
+            + [("provider", "Secret Service"), ("collection", "collection"), ("unlocked", "unlocked"),
+               ("transport", "transport"), ("probe", "write/read/delete"), ("encryptionKey", "encryption key")]
+            .map { DoctorCheck.skip($0.0, $0.1, "needs a usable backend setting") }
+    }
+
+    /// The Secret Service's checks, in order (without the backend line); `provider` gets the
+    /// provider when it answered.
+    private static func secretServiceChecks(_ environment: any DoctorEnvironment,
+                                            provider found: inout ProviderInfo?) async -> [DoctorCheck] {
+        var checks: [DoctorCheck] = []
         let address = environment.busAddress ?? "DBUS_SESSION_BUS_ADDRESS is not set"
 
         // 1, 2: the bus and the provider (one call tells both apart).
         let provider: ProviderInfo
         do {
             provider = try await environment.provider()
-            report.provider = provider
+            found = provider
             checks.append(.pass("sessionBus", "session bus", address))
             checks.append(.pass("provider", "Secret Service", provider.description))
         } catch {
@@ -62,8 +106,7 @@ enum Doctor {
                                 ("probe", "write/read/delete"), ("encryptionKey", "encryption key")] {
                 checks.append(.skip(id, title, noBus ? "needs a session bus" : "needs a Secret Service provider"))
             }
-            report.checks = checks
-            return report
+            return checks
         }
 
         // 3, 4: the collection exists and is unlocked.
@@ -121,8 +164,7 @@ enum Doctor {
         } else {
             checks.append(.skip("encryptionKey", "encryption key", "an earlier check failed"))
         }
-        report.checks = checks
-        return report
+        return checks
     }
 
     /// The encryption key line: the keys present (or none yet), each of the size of a key.

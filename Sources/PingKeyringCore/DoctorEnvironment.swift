@@ -3,9 +3,13 @@ import PingStorage
 import PingStorageCrypto
 import SecretService
 
-/// What the doctor asks of the keyring. The live one talks to the Secret Service; unit tests give
-/// a scripted one, so the order of checks, skips and exit statuses are tested without D-Bus.
+/// What the doctor asks of the keyring. The live one talks to the Secret Service, the Secret
+/// portal and the file keyring; unit tests give a scripted one, so the order of checks, skips and
+/// exit statuses are tested without D-Bus.
 protocol DoctorEnvironment: Sendable {
+    /// The backend the commands use and why (``KeychainConfiguration/backendInUse()``).
+    /// - Throws: ``BackendProblem``: why no backend could be chosen, and the one aimed at.
+    func backend() async throws(BackendProblem) -> KeychainBackendChoice
     /// The session bus address the client will use, as shown to the user; nil when there is none.
     var busAddress: String? { get }
     /// The collection the checks use, as shown to the user (`alias 'default'`).
@@ -16,14 +20,35 @@ protocol DoctorEnvironment: Sendable {
     /// The configured collection's path, label and lock state.
     /// - Throws: ``ToolError`` (`collectionNotFound`, …).
     func collection() async throws(ToolError) -> SecretCollectionInfo
-    /// Writes, reads back and deletes an item under probe attributes, cleaning up whatever
-    /// happens; returns a description of what was done.
+    /// The size of the app's secret the Secret portal gives (the bytes are wiped at once).
+    /// - Throws: ``ToolError`` (`noSecretService` without a portal or its Secret backend,
+    ///   `promptDismissed`, `timedOut`, `noSessionBus`).
+    func portalSecretSize() async throws(ToolError) -> Int
+    /// The file keyring in use: its path, whether it exists, how many items it holds.
+    /// - Throws: ``ToolError`` (`corruptItem` when it cannot be decrypted or parsed, `providerError`
+    ///   when it cannot be read).
+    func fileKeyring() async throws(ToolError) -> FileKeyringState
+    /// What moving the host's items into the file keyring did in this process; nil when it did
+    /// not run (a setting chose the file keyring, or the Secret Service is used).
+    func movedIn() async -> MoveInFinding?
+    /// Writes, reads back and deletes an item under probe attributes, on the backend in use,
+    /// cleaning up whatever happens; returns a description of what was done.
     /// - Throws: ``ToolError`` describing the step that failed.
     func probe() async throws(ToolError) -> String
     /// The encryption key items (`xdg:schema` = ``KeyringCommands/keySchemaName``) in the
-    /// collection, each read only to measure it. Never creates a key, never unlocks, never prompts.
+    /// collection, or in the file keyring when it is used, each read only to measure it. Never
+    /// creates a key, never unlocks, never prompts.
     /// - Throws: ``ToolError`` (`locked` when key items are locked, `timedOut`, …).
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem]
+}
+
+/// Why the doctor could not learn the backend in use.
+struct BackendProblem: Error, Equatable {
+    /// The backend aimed at (in a sandbox, the file keyring whose portal gave no secret); nil
+    /// when the settings name none (a bad `PINGSTORAGE_BACKEND`).
+    var planned: KeychainBackendChoice?
+    /// Why the choice failed.
+    var error: ToolError
 }
 
 /// A key item of ``SecuredKeyEncryptor``, as the doctor sees it: never the key itself.
@@ -121,6 +146,11 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
 
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] {
         let configuration = settings.configuration()
+        do {
+            if let inventory = try await FileKeyringInventory.open(for: configuration) { return try await Self.keys(in: inventory) }
+        } catch {
+            throw ToolError.from(error)
+        }
         // Never a prompt, never an unlock: a locked key item is reported, not opened.
         let client = SecretServiceKeychainBackend.client(for: configuration, options: .init(timeout: configuration.timeout, allowsPrompts: false))
         do {

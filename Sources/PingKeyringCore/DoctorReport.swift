@@ -7,8 +7,8 @@ import SecretService
 struct DoctorCheck: Sendable, Equatable {
     enum Status: String, Sendable { case pass, fail, skip }
 
-    /// Stable identifier: `sessionBus`, `provider`, `collection`, `unlocked`, `transport`, `probe`,
-    /// `encryptionKey`.
+    /// Stable identifier: `sessionBus`, `backend`, `provider`, `collection`, `unlocked`,
+    /// `transport`, `portal`, `fileKeyring`, `movedIn`, `probe`, `encryptionKey`.
     var id: String
     var title: String
     var status: Status
@@ -53,8 +53,12 @@ struct DoctorCheck: Sendable, Equatable {
 struct DoctorReport: Sendable, Equatable {
     var checks: [DoctorCheck]
     var busAddress: String?
-    var collection: String
+    /// The collection the Secret Service checks use; nil when the file keyring is used.
+    var collection: String?
     var provider: ProviderInfo?
+    /// The backend in use and why (in a sandbox whose portal gave no secret, the file keyring
+    /// aimed at); nil when the backend setting is unusable.
+    var backend: KeychainBackendChoice?
 
     /// True when no check failed (skips are fine).
     var ok: Bool { !checks.contains { $0.status == .fail } }
@@ -69,6 +73,7 @@ struct DoctorReport: Sendable, Equatable {
             ("ok", .bool(ok)),
             ("exitCode", .int(Int(exitStatus.rawValue))),
             ("busAddress", .string(busAddress)),
+            ("backend", backend?.json ?? .null),
             ("collection", .string(collection)),
             ("provider", provider?.json ?? .null),
             ("checks", .array(checks.map(\.json))),
@@ -77,7 +82,8 @@ struct DoctorReport: Sendable, Equatable {
 
     var human: String {
         let width = checks.map(\.title.count).max() ?? 0
-        var text = "ping-keyring doctor (collection: \(collection))\n"
+        var text = "ping-keyring doctor (" + (backend?.filePath.map { "file keyring: \($0)" }
+            ?? "collection: \(collection ?? "?")") + ")\n"
         for check in checks {
             let mark = switch check.status {
             case .pass: "ok  "

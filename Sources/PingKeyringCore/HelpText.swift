@@ -1,14 +1,15 @@
 /// The help `ping-keyring --help` and `ping-keyring COMMAND --help` print, from ``CommandTable``.
 extension CommandTable {
     /// What the program is for, in one line (help, man page NAME).
-    static let tagline = "inspect and manage what PingStorage keeps in the Secret Service keyring"
+    static let tagline = "inspect and manage what PingStorage keeps in the keyring (Secret Service or file keyring)"
 
     /// The exit statuses, for the top-level help and the man page (command help points there).
     static let exitStatuses: [(status: ExitCode, meaning: String)] = [
         (.ok, "success (doctor: no check failed)"),
         (.notFound, "not found (get of an account with no item)"),
         (.usage, "usage: bad command line or input"),
-        (.keyringUnavailable, "keyring unavailable: no session bus, no provider, no collection, locked, timed out"),
+        (.keyringUnavailable, "keyring unavailable: no session bus, no provider, no collection, locked, timed out, "
+            + "no secret from the Secret portal"),
         (.corrupt, "the stored value is corrupt or cannot be decrypted (key missing, changed, unknown format)"),
         (.other, "anything else (provider error, encryption unavailable, failed probe)"),
     ]

@@ -1,46 +1,15 @@
 import Foundation
 import PingStorage
 import SecretService
-import Synchronization
 
-/// Where and how the commands reach the keyring, from the global options.
-struct KeyringSettings: Sendable, Equatable {
-    var collection: CollectionReference?
-    var timeout: Duration?
-    var allowsPrompts: Bool
-
-    init(_ options: GlobalOptions) {
-        collection = options.collection
-        timeout = options.timeout
-        allowsPrompts = !options.noPrompt
-    }
-
-    /// The configuration an app with these settings would use (collection and timeout defaults
-    /// are the library's).
-    func configuration(service: String = KeychainConfiguration.defaultService) -> KeychainConfiguration {
-        var configuration = KeychainConfiguration(service: service, collection: collection, allowsPrompts: allowsPrompts)
-        if let timeout { configuration.timeout = timeout }
-        return configuration
-    }
-
-    /// A client on the connection KeychainStorage uses in this process (one connection, one
-    /// session per process), with ``clientOptions(allowsPlainTransport:)``.
-    func client(allowsPlainTransport: Bool = false) -> SecretServiceClient {
-        SecretServiceKeychainBackend.client(for: configuration(), options: clientOptions(allowsPlainTransport: allowsPlainTransport))
-    }
-
-    /// Client options matching ``configuration(service:)`` (the configuration's own options).
-    func clientOptions(allowsPlainTransport: Bool = false) -> SecretServiceClient.Options {
-        var options = configuration().options
-        options.allowsPlainTransport = allowsPlainTransport
-        return options
-    }
-}
-
-/// The commands that touch the keyring. `get`, `save` and `delete` go through ``KeychainStorage``
-/// itself, so they find, write and delete exactly the item an app would, and encrypt and decrypt
-/// with ``SecuredKeyEncryptor`` bound to the item's service and account as KeychainStorage does;
-/// `list` searches with ``SecretServiceClient`` because the library has no "every account" call.
+/// The commands that touch the keyring, on the backend ``KeychainStorage`` uses with the same
+/// settings (the Secret Service, or in a sandbox the app's file keyring), each reporting which
+/// and why. `save` and `delete` go through ``KeychainStorage`` itself and `get` reads the item
+/// `KeychainStorage.get()` reads (found through it, or in a file by the library's own rules,
+/// ``FileKeyringInventory``), so they find, write and delete exactly the item an app would, and
+/// encrypt and decrypt with ``SecuredKeyEncryptor`` bound to the item's service and account as
+/// KeychainStorage does. `list` searches with ``SecretServiceClient`` (or reads the file through
+/// ``FileKeyringInventory``) because the library has no "every account" call.
 enum KeyringCommands {
     /// The `xdg:schema` attribute of items PingStorage writes (the library's).
     static let schemaName = KeychainStorageSchemas.item
@@ -49,28 +18,46 @@ enum KeyringCommands {
 
     // MARK: list
 
+    /// The items PingStorage keeps (with `service`: the items of that service) where the
+    /// configured backend keeps them, each measured and classified, never printed.
+    /// - Throws: ``ToolError`` with the library's kinds (`noSecretService`, `locked`, …).
     static func list(service: String?, settings: KeyringSettings) async throws(ToolError) -> ListReport {
-        let collection = settings.configuration().collection
-        let client = settings.client()
+        let configuration = settings.configuration()
+        let backend = try await settings.backendInUse(configuration)
+        let queries = service.map { [["service": $0]] }
+            ?? [["xdg:schema": schemaName], ["service": KeychainConfiguration.defaultService]]
+        var report: ListReport
         do {
-            let info = try await client.collectionInfo(collection)
-            // Search and unlock as KeychainStorage does (the client's unlock policy).
-            let queries = service.map { [["service": $0]] }
-                ?? [["xdg:schema": schemaName], ["service": KeychainConfiguration.defaultService]]
-            var paths: [ItemPath] = []
-            for query in queries {
-                let found = try await client.findItems(matching: query, in: collection)
-                paths += found.all.filter { !paths.contains($0) }
+            if let inventory = try await FileKeyringInventory.open(for: configuration) {
+                report = try await list(queries, service: service, in: inventory)
+            } else {
+                report = try await list(queries, service: service, settings: settings)
             }
-            var items: [ListedItem] = []
-            for path in paths {
-                if let item = try await listedItem(path, client) { items.append(item) }
-            }
-            items.sort { ($0.service, $0.account, $0.path) < ($1.service, $1.account, $1.path) }
-            return ListReport(collectionPath: info.path.rawValue, service: service, items: items)
         } catch {
             throw ToolError.from(error)
         }
+        report.backend = backend
+        return report
+    }
+
+    /// `list` on the Secret Service: the collection searched as KeychainStorage searches it.
+    private static func list(_ queries: [[String: String]], service: String?,
+                             settings: KeyringSettings) async throws(SecretServiceError) -> ListReport {
+        let collection = settings.configuration().collection
+        let client = settings.client()
+        let info = try await client.collectionInfo(collection)
+        // Search and unlock as KeychainStorage does (the client's unlock policy).
+        var paths: [ItemPath] = []
+        for query in queries {
+            let found = try await client.findItems(matching: query, in: collection)
+            paths += found.all.filter { !paths.contains($0) }
+        }
+        var items: [ListedItem] = []
+        for path in paths {
+            if let item = try await listedItem(path, client) { items.append(item) }
+        }
+        items.sort { ($0.service, $0.account, $0.path) < ($1.service, $1.account, $1.path) }
+        return ListReport(collectionPath: info.path.rawValue, service: service, items: items)
     }
 
     /// The item's metadata and the size of its secret; nil when it has no `account` attribute
@@ -83,12 +70,8 @@ enum KeyringCommands {
             }
             var secret = try await client.secret(of: path).value
             defer { secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex) }
-            return ListedItem(
-                account: account, service: service, label: info.label, path: path.rawValue,
-                collectionPath: info.collectionPath.rawValue, created: info.created, modified: info.modified,
-                size: secret.bytes.count, contentType: secret.contentType,
-                encryption: Encryption.classify(secret.bytes), keyID: Encryption.keyID(of: secret.bytes),
-                schema: info.attributes["xdg:schema"])
+            return ListedItem(info, account: account, service: service, secret: secret,
+                              collectionPath: info.collectionPath.rawValue)
         } catch where error.code == .itemNotFound {
             return nil
         }
@@ -101,39 +84,66 @@ enum KeyringCommands {
     static func get(account: String, service: String, raw: Bool, settings: KeyringSettings)
         async throws(ToolError) -> GetReport {
         let configuration = settings.configuration(service: service)
-        let storage = KeychainStorage<String>(account: account, configuration: configuration)
-        let client = settings.client()
+        let backend = try await settings.backendInUse(configuration)
+        var report: GetReport?
+        let place: String
         do {
-            // The item get() would read (the newest of any duplicates); once more if another
-            // client deletes it between the lookup and the read.
-            for attempt in 1...2 {
-                guard let info = try await storage.itemInfo() else { break }
-                guard let secret = try await secret(of: info.path, client, vanishedIsNil: attempt == 1) else { continue }
-                let encryption = Encryption.classify(secret.bytes)
-                var value = secret.bytes
-                if !raw {
-                    if encryption == .yes {
-                        // The context KeychainStorage gives its encryptor: the item's service and account.
-                        let context = EncryptionContext(service: info.attributes["service"] ?? service,
-                                                        account: info.attributes["account"] ?? account)
-                        value = try await decrypt(secret.bytes, context: context, configuration: configuration)
-                    }
-                    guard Encryption.isJSONText(value) else {
-                        throw notJSONText(account: account, service: service, size: value.count,
-                                          decrypted: encryption == .yes)
-                    }
+            if let inventory = try await FileKeyringInventory.open(for: configuration) {
+                place = "the file keyring \(inventory.path)"
+                if let item = try await inventory.storedItem(account: account) {
+                    report = try await value(item.info, item.value, collectionPath: inventory.path, account: account,
+                                             service: service, raw: raw, configuration: configuration)
                 }
-                return GetReport(account: account, service: service, path: info.path.rawValue,
-                                 collectionPath: info.collectionPath.rawValue, contentType: secret.contentType,
-                                 value: value, raw: raw, encryption: encryption,
-                                 keyID: Encryption.keyID(of: secret.bytes))
+            } else {
+                place = configuration.collection.description
+                report = try await secretServiceValue(account: account, service: service, raw: raw,
+                                                      configuration: configuration, client: settings.client())
             }
-            throw ToolError(
-                kind: "notFound",
-                message: "no item for account '\(account)' (service '\(service)') in \(configuration.collection).")
         } catch {
             throw ToolError.from(error)
         }
+        guard var report else {
+            throw ToolError(kind: "notFound", message: "no item for account '\(account)' (service '\(service)') in \(place).")
+        }
+        report.backend = backend
+        return report
+    }
+
+    /// `get` on the Secret Service: the item `get()` would read (the newest of any duplicates);
+    /// once more if another client deletes it between the lookup and the read. Nil: no item.
+    private static func secretServiceValue(account: String, service: String, raw: Bool, configuration: KeychainConfiguration,
+                                           client: SecretServiceClient) async throws -> GetReport? {
+        let storage = KeychainStorage<String>(account: account, configuration: configuration)
+        for attempt in 1...2 {
+            guard let info = try await storage.itemInfo() else { break }
+            guard let secret = try await secret(of: info.path, client, vanishedIsNil: attempt == 1) else { continue }
+            return try await value(info, secret, collectionPath: info.collectionPath.rawValue, account: account,
+                                   service: service, raw: raw, configuration: configuration)
+        }
+        return nil
+    }
+
+    /// What `get` prints of a stored value: its JSON text, decrypted when it is an envelope
+    /// (bound to the item's service and account, as KeychainStorage binds it); with `raw`, the
+    /// bytes as stored.
+    private static func value(_ info: SecretItemInfo, _ secret: SecretValue, collectionPath: String, account: String,
+                              service: String, raw: Bool, configuration: KeychainConfiguration) async throws(ToolError) -> GetReport {
+        let encryption = Encryption.classify(secret.bytes)
+        var value = secret.bytes
+        if !raw {
+            if encryption == .yes {
+                // The context KeychainStorage gives its encryptor: the item's service and account.
+                let context = EncryptionContext(service: info.attributes["service"] ?? service,
+                                                account: info.attributes["account"] ?? account)
+                value = try await decrypt(secret.bytes, context: context, configuration: configuration)
+            }
+            guard Encryption.isJSONText(value) else {
+                throw notJSONText(account: account, service: service, size: value.count, decrypted: encryption == .yes)
+            }
+        }
+        return GetReport(account: account, service: service, path: info.path.rawValue, collectionPath: collectionPath,
+                         contentType: secret.contentType, value: value, raw: raw, encryption: encryption,
+                         keyID: Encryption.keyID(of: secret.bytes))
     }
 
     /// The item's secret; nil when it vanished and `vanishedIsNil` (the caller looks again).
@@ -209,6 +219,7 @@ enum KeyringCommands {
                     + "(a String item is \"…\" with the quotes). Nothing was saved.")
         }
         let configuration = settings.configuration(service: service)
+        let backend = try await settings.backendInUse(configuration)
         var encryptor: (any ContextualEncryptor)?
         if encrypt {
             guard let secured = SecuredKeyEncryptor(configuration: configuration) else {
@@ -222,9 +233,11 @@ enum KeyringCommands {
             // The item passed is a placeholder: VerbatimValue replaces its JSON with `value`.
             try await storage.save(item: "")
             let info = try await storage.itemInfo()
+            // In a file keyring, the item path names the file's position (/file/NAME/N): the
+            // collection is the file.
             return SaveReport(account: account, service: service, path: info?.path.rawValue,
-                              collectionPath: info?.collectionPath.rawValue, size: value.count,
-                              encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID)
+                              collectionPath: backend.filePath ?? info?.collectionPath.rawValue, size: value.count,
+                              encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID, backend: backend)
         } catch {
             throw ToolError.from(error)
         }
@@ -240,62 +253,18 @@ enum KeyringCommands {
 
     // MARK: delete
 
+    /// Deletes every item of the account through ``KeychainStorage/delete()`` (nothing to delete
+    /// is success) and says whether there was one.
     static func delete(account: String, service: String, settings: KeyringSettings) async throws(ToolError) -> DeleteReport {
-        let storage = KeychainStorage<String>(account: account, configuration: settings.configuration(service: service))
+        let configuration = settings.configuration(service: service)
+        let backend = try await settings.backendInUse(configuration)
+        let storage = KeychainStorage<String>(account: account, configuration: configuration)
         do {
             let existed = try await storage.itemInfo() != nil
             try await storage.delete()
-            return DeleteReport(account: account, service: service, deleted: existed)
+            return DeleteReport(account: account, service: service, deleted: existed, backend: backend)
         } catch {
             throw ToolError.from(error)
         }
     }
-}
-
-/// The "encryptor" through which `save` stores the value read from stdin: KeychainStorage's write
-/// path (one item, replaced in place, duplicates removed, attributes and label) with that value in
-/// place of an encoded Swift value. It ignores the JSON it is given and returns `bytes`, or with
-/// an `encryptor`, `bytes` encrypted by it — with the ``EncryptionContext`` KeychainStorage passes
-/// (the item's service and account), so the result is what an app with that encryptor stores.
-/// `decrypt` is never used by `save` and returns its input.
-struct VerbatimValue: ContextualEncryptor {
-    let bytes: Data
-    /// nil: `bytes` are stored as they are.
-    let encryptor: (any ContextualEncryptor)?
-    private let sealed = SealedEnvelopeRecord()
-
-    init(bytes: Data, encryptor: (any ContextualEncryptor)? = nil) {
-        self.bytes = bytes
-        self.encryptor = encryptor
-    }
-
-    /// The key id in the envelope the last `encrypt` produced (nil before, or without an
-    /// encryptor, or when its output is not an envelope).
-    var sealedKeyID: String? { sealed.keyID }
-
-    func encrypt(data: Data, context: EncryptionContext) async throws -> Data {
-        guard let encryptor else { return bytes }
-        return sealed.record(try await encryptor.encrypt(data: bytes, context: context))
-    }
-
-    func encrypt(data: Data) async throws -> Data {
-        guard let encryptor else { return bytes }
-        return sealed.record(try await encryptor.encrypt(data: bytes))
-    }
-
-    func decrypt(data: Data, context: EncryptionContext) async throws -> Data { data }
-    func decrypt(data: Data) async throws -> Data { data }
-}
-
-/// Remembers the key id of the envelope `save` wrote, for its report (never the bytes).
-private final class SealedEnvelopeRecord: Sendable {
-    private let value = Mutex<String?>(nil)
-
-    func record(_ envelope: Data) -> Data {
-        let keyID = Encryption.keyID(of: envelope)
-        value.withLock { $0 = keyID }
-        return envelope
-    }
-
-    var keyID: String? { value.withLock { $0 } }
 }

@@ -9,7 +9,8 @@ public enum PingKeyring {
     public struct Outcome: Sendable, Equatable {
         /// Bytes for stdout (bytes, because `get --raw` prints the value exactly as stored).
         public var standardOutput: Data
-        /// Text for stderr: error messages, never secrets.
+        /// Text for stderr: error messages, and `get`'s `backend:` line (its stdout is the value
+        /// alone); never secrets.
         public var standardError: String
         /// The exit status (0 ok, 1 not found, 2 usage, 3 keyring unavailable, 4 corrupt, 5 other).
         public var status: Int32
@@ -53,7 +54,9 @@ public enum PingKeyring {
                 return success(options.json ? Data(report.json.document.utf8) : Data(report.human.utf8))
             case .get(let account, let service, let raw):
                 let report = try await KeyringCommands.get(account: account, service: service, raw: raw, settings: settings)
-                return success(options.json ? Data(report.json.document.utf8) : report.human)
+                guard !options.json else { return success(Data(report.json.document.utf8)) }
+                return Outcome(standardOutput: report.human, standardError: report.backend?.humanLine ?? "",
+                               status: ExitCode.ok.rawValue)
             case .save(let account, let service, let encrypt):
                 let report = try await KeyringCommands.save(account: account, service: service, encrypt: encrypt,
                                                            settings: settings, input: readInput)

@@ -130,15 +130,19 @@ struct ListedItem: Sendable, Equatable {
 
 /// What `list` prints.
 struct ListReport: Sendable, Equatable {
+    /// The collection's object path, or the file keyring's path.
     var collectionPath: String
     /// The `--service` filter; nil: PingStorage's items of any service and the default service's items.
     var service: String?
     var items: [ListedItem]
+    /// Where the items are and why (nil only in tests of the rest).
+    var backend: KeychainBackendChoice? = nil
 
     var json: JSONValue {
         .object([
             ("collection", .string(collectionPath)),
             ("service", .string(service)),
+            ("backend", backend?.json ?? .null),
             ("items", .array(items.map(\.json))),
         ])
     }
@@ -147,8 +151,9 @@ struct ListReport: Sendable, Equatable {
         let scope = service.map { "with service \($0)" }
             ?? "of PingStorage (any service) or with service \(KeychainConfiguration.defaultService)"
         let count = items.count == 1 ? "1 item" : "\(items.count) items"
-        guard !items.isEmpty else { return "No items \(scope) in \(collectionPath).\n" }
-        return "\(count) \(scope) in \(collectionPath):\n\n" + items.map(\.human).joined().dropLast()
+        let header = backend?.humanLine ?? ""
+        guard !items.isEmpty else { return header + "No items \(scope) in \(collectionPath).\n" }
+        return header + "\(count) \(scope) in \(collectionPath):\n\n" + items.map(\.human).joined().dropLast()
     }
 }
 
@@ -170,6 +175,8 @@ struct GetReport: Sendable, Equatable {
     var encryption: Encryption
     /// For an envelope: the id of the key that sealed it.
     var keyID: String?
+    /// Where the item is and why (human output prints it on stderr, keeping stdout the value).
+    var backend: KeychainBackendChoice? = nil
 
     /// Human output: the JSON text ending with exactly one newline of its own (one is added
     /// unless the text already ends with one), or with `--raw` the bytes exactly as stored.
@@ -189,6 +196,7 @@ struct GetReport: Sendable, Equatable {
             ("size", .int(value.count)),
             ("encrypted", .string(encryption.rawValue)),
             ("keyID", .string(keyID)),
+            ("backend", backend?.json ?? .null),
             ("encoding", .string(encoding)),
             ("value", shown),
         ])
@@ -216,6 +224,8 @@ struct SaveReport: Sendable, Equatable {
     var encryption: Encryption
     /// With `--encrypt`: the id of the key the value was sealed with.
     var keyID: String?
+    /// Where the item is and why.
+    var backend: KeychainBackendChoice? = nil
 
     var json: JSONValue {
         .object([
@@ -226,13 +236,14 @@ struct SaveReport: Sendable, Equatable {
             ("size", .int(size)),
             ("encrypted", .string(encryption.rawValue)),
             ("keyID", .string(keyID)),
+            ("backend", backend?.json ?? .null),
         ])
     }
 
     var human: String {
         let encrypted = encryption == .yes
             ? ", encrypted with SecuredKeyEncryptor" + (keyID.map { " (key \($0))" } ?? "") : ""
-        return "Saved \(size) bytes for account '\(account)' (service \(service))" + (path.map { " in \($0)" } ?? "")
+        return (backend?.humanLine ?? "") + "Saved \(size) bytes for account '\(account)' (service \(service))" + (path.map { " in \($0)" } ?? "")
             + encrypted + ".\n"
     }
 }
@@ -243,14 +254,17 @@ struct DeleteReport: Sendable, Equatable {
     var service: String
     /// Whether there was an item to delete.
     var deleted: Bool
+    /// Where the items were and why.
+    var backend: KeychainBackendChoice? = nil
 
     var json: JSONValue {
-        .object([("account", .string(account)), ("service", .string(service)), ("deleted", .bool(deleted))])
+        .object([("account", .string(account)), ("service", .string(service)), ("deleted", .bool(deleted)),
+                 ("backend", backend?.json ?? .null)])
     }
 
     var human: String {
-        deleted
+        (backend?.humanLine ?? "") + (deleted
             ? "Deleted the item of account '\(account)' (service \(service)).\n"
-            : "No item for account '\(account)' (service \(service)): nothing to delete.\n"
+            : "No item for account '\(account)' (service \(service)): nothing to delete.\n")
     }
 }

@@ -1,4 +1,4 @@
-// ping-keyring: inspect and manage what PingStorage keeps in the Secret Service keyring.
+// ping-keyring: inspect and manage what PingStorage keeps in the keyring (Secret Service or file keyring).
 // Everything but writing the result out lives in PingKeyringCore (`ping-keyring --help`).
 import Foundation
 import PingKeyringCore

@@ -14,6 +14,7 @@ extension Integration.PingKeyring {
         #expect(lines.first == "ping-keyring doctor (collection: the default collection)")
         let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] ?? "?"
         #expect(lines.contains { $0.hasPrefix("ok    session bus ") && $0.hasSuffix(address) })
+        #expect(lines[2] == "ok    backend            Secret Service (not in a Flatpak sandbox (/.flatpak-info does not exist))")
         #expect(lines.contains { $0.hasPrefix("ok    Secret Service ") && $0.contains("\(Harness.providerDisplayName) (") })
         #expect(lines.contains { $0.hasPrefix("ok    collection ")
             && $0.contains("the default collection is \(Harness.defaultCollectionPath)") })
@@ -33,9 +34,10 @@ extension Integration.PingKeyring {
         #expect(provider["name"] as? String == Harness.providerDisplayName)
         #expect(provider["pid"] as? Int == Int(try await run(Harness.ctlPath, ["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
         let checks = try #require(json["checks"] as? [[String: Any]])
-        #expect(checks.map { $0["id"] as? String } == ["sessionBus", "provider", "collection", "unlocked", "transport",
-                                                      "probe", "encryptionKey"])
-        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "pass", "pass", "pass", "pass", "pass"])
+        #expect(checks.map { $0["id"] as? String } == ["sessionBus", "backend", "provider", "collection", "unlocked",
+                                                      "transport", "probe", "encryptionKey"])
+        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass"])
+        #expect((json["backend"] as? [String: Any])?["kind"] as? String == "secretService")
         #expect(try SecretTool.search(["service": probeService]).isEmpty)
     }
 
@@ -78,16 +80,17 @@ extension Integration.PingKeyring {
         #expect(result.status == 3)
         let lines = result.output.split(separator: "\n").map(String.init)
         #expect(lines[1].hasPrefix("ok    session bus "))
-        #expect(lines[2].hasPrefix("FAIL  Secret Service "))
-        #expect(lines[2].contains("No keyring service (Secret Service) is running"))
-        #expect(lines[3].contains("details: ") && lines[3].contains("org.freedesktop.DBus.Error.ServiceUnknown"))
-        #expect(lines[4].contains("fix: start a Secret Service provider"))
+        #expect(lines[2].hasPrefix("ok    backend            Secret Service "))
+        #expect(lines[3].hasPrefix("FAIL  Secret Service "))
+        #expect(lines[3].contains("No keyring service (Secret Service) is running"))
+        #expect(lines[4].contains("details: ") && lines[4].contains("org.freedesktop.DBus.Error.ServiceUnknown"))
+        #expect(lines[5].contains("fix: start a Secret Service provider"))
         #expect(lines.filter { $0.hasPrefix("skip ") }.count == 5)
 
         let json = try await run("dbus-run-session", ["--config-file=\(config)", "--", binary, "doctor", "--json"], timeout: 30)
         let checks = try #require(try jsonObject(json)["checks"] as? [[String: Any]])
-        #expect(checks.map { $0["status"] as? String } == ["pass", "fail", "skip", "skip", "skip", "skip", "skip"])
-        #expect(checks[1]["errorKind"] as? String == "noSecretService")
+        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "fail", "skip", "skip", "skip", "skip", "skip"])
+        #expect(checks[2]["errorKind"] as? String == "noSecretService")
         #expect(try jsonObject(json)["provider"] is NSNull)
     }
 
@@ -113,8 +116,8 @@ extension Integration.PingKeyring {
 
         let json = try jsonObject(try pingKeyring(["doctor", "--json"]))
         let checks = try #require(json["checks"] as? [[String: Any]])
-        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "pass", "fail", "pass", "skip", "skip"])
-        #expect(checks[3]["errorKind"] as? String == "locked")
+        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "pass", "pass", "fail", "pass", "skip", "skip"])
+        #expect(checks[4]["errorKind"] as? String == "locked")
 
         // The other commands say "locked" (exit 3), never "not found".
         for arguments in [["list", "--no-prompt"], ["get", "--account", account, "--no-prompt"],

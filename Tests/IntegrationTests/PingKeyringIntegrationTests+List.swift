@@ -14,7 +14,7 @@ extension Integration.PingKeyring {
 
         let saved = try pingKeyring(["save", "--account", account], input: Data((json + "\n").utf8))
         #expect(saved.status == 0, "\(saved.stderr)")
-        #expect(saved.output.hasPrefix("Saved \(json.utf8.count) bytes for account '\(account)'"))
+        #expect(saved.output.hasPrefix(hostBackendLine + "Saved \(json.utf8.count) bytes for account '\(account)'"))
         #expect(saved.stderr.isEmpty)
         // What secret-tool finds: the JSON text (newline dropped), under PingStorage's attributes and label.
         #expect(try SecretTool.lookup(lookup(account)) == Data(json.utf8))
@@ -27,17 +27,19 @@ extension Integration.PingKeyring {
         let got = try pingKeyring(["get", "--account", account])
         #expect(got.status == 0)
         #expect(got.output == json + "\n")
+        #expect(got.stderr == hostBackendLine, "stdout is the value alone")
         #expect(try pingKeyring(["get", "--account", account, "--raw"]).stdout == Data(json.utf8), "--raw adds nothing")
 
         let listed = try pingKeyring(["list"])
         #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.output.hasPrefix(hostBackendLine))
         #expect(listed.output.contains("\n\(account)\n  service:    \(defaultService)\n"))
         #expect(listed.output.contains("  size:       \(json.utf8.count) bytes (text/plain)\n"))
         #expect(!listed.output.contains("secret-access"), "list never prints a secret")
 
         let deleted = try pingKeyring(["delete", "--account", account])
         #expect(deleted.status == 0)
-        #expect(deleted.output == "Deleted the item of account '\(account)' (service \(defaultService)).\n")
+        #expect(deleted.output == hostBackendLine + "Deleted the item of account '\(account)' (service \(defaultService)).\n")
         #expect(try SecretTool.lookup(lookup(account)) == nil)
         let again = try pingKeyring(["delete", "--account", account])
         #expect(again.status == 0, "deleting nothing succeeds, as KeychainStorage.delete() does")
@@ -167,7 +169,11 @@ extension Integration.PingKeyring {
         let value = #"{"token":"t\n\"quoted\" é"}"#
 
         let saved = try jsonObject(try pingKeyring(["save", "--json", "--account", account], input: Data(value.utf8)))
-        #expect(Set(saved.keys) == ["account", "service", "item", "collection", "size", "encrypted", "keyID"])
+        #expect(Set(saved.keys) == ["account", "service", "item", "collection", "size", "encrypted", "keyID", "backend"])
+        let backend = try #require(saved["backend"] as? [String: Any])
+        #expect(backend["kind"] as? String == "secretService")
+        #expect(backend["path"] is NSNull)
+        #expect(backend["reason"] as? String == "not in a Flatpak sandbox (/.flatpak-info does not exist)")
         #expect(saved["encrypted"] as? String == "no")
         #expect(saved["keyID"] is NSNull)
         #expect(saved["account"] as? String == account)
@@ -177,7 +183,7 @@ extension Integration.PingKeyring {
 
         let got = try jsonObject(try pingKeyring(["get", "--account", account, "--json"]))
         #expect(Set(got.keys) == ["account", "service", "item", "collection", "contentType", "size", "encrypted",
-                                  "keyID", "encoding", "value"])
+                                  "keyID", "backend", "encoding", "value"])
         #expect(got["keyID"] is NSNull)
         #expect(got["encoding"] as? String == "json")
         #expect((got["value"] as? [String: Any])?["token"] as? String == "t\n\"quoted\" é", "embedded as JSON")
@@ -187,7 +193,7 @@ extension Integration.PingKeyring {
         #expect(got["encrypted"] as? String == "no")
 
         let deleted = try jsonObject(try pingKeyring(["delete", "--account", account, "--json"]))
-        #expect(Set(deleted.keys) == ["account", "service", "deleted"])
+        #expect(Set(deleted.keys) == ["account", "service", "deleted", "backend"])
         #expect(deleted["deleted"] as? Bool == true)
         #expect(try jsonObject(try pingKeyring(["--json", "delete", "--account", account]))["deleted"] as? Bool == false)
 

@@ -13,6 +13,15 @@ func pingKeyring(_ arguments: [String], input: Data? = nil, environment: [String
             environment: environment, timeout: timeout)
 }
 
+/// ``pingKeyring(_:input:environment:timeout:)`` for async tests: the process is awaited on a
+/// thread of its own, never on one of Swift's cooperative threads (see the async `run`).
+@discardableResult
+func runPingKeyring(_ arguments: [String], input: Data? = nil, environment: [String: String]? = nil,
+                    timeout: TimeInterval = 60) async throws -> ProcessResult {
+    try await run(Harness.binaryDirectory.appendingPathComponent("ping-keyring").path, arguments, input: input,
+                  environment: environment, timeout: timeout)
+}
+
 /// The top-level JSON object a `--json` run printed on stdout.
 func jsonObject(_ result: ProcessResult, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
     let object = try JSONSerialization.jsonObject(with: result.stdout)
@@ -55,6 +64,9 @@ func keyID(of envelope: Data) -> String {
 }
 
 let envelopeMagic = Data([0x89, 0x50, 0x53, 0x45])
+
+/// The line every item command prints first on the host (`get`: on stderr).
+let hostBackendLine = "backend: Secret Service (not in a Flatpak sandbox (/.flatpak-info does not exist))\n"
 
 /// The key items of the session collection (secret-tool cannot tell collections apart: it
 /// prints item paths without theirs).

@@ -37,8 +37,10 @@ struct BashCompletionTests {
     }
 
     @Test func optionsOfTheCommandAndGlobalOnes() async throws {
-        #expect(try await completions("ping-keyring", "get", "--") == ["--collection", "--timeout", "--no-prompt", "--json",
-                                                                "--help", "--version", "--account", "--service", "--raw"])
+        #expect(try await completions("ping-keyring", "get", "--") == [
+            "--collection", "--backend", "--timeout", "--no-prompt", "--json", "--help", "--version", "--account", "--service",
+            "--raw",
+        ])
         #expect(try await completions("ping-keyring", "save", "-a", "A", "--e") == ["--encrypt"])
         #expect(try await completions("ping-keyring", "list", "--r").isEmpty, "--raw is get's")
         #expect(try await completions("ping-keyring", "-").contains("-V"))
@@ -50,6 +52,8 @@ struct BashCompletionTests {
         #expect(try await completions("ping-keyring", "--collection", "=") == ["default", "session"], "--collection=")
         #expect(try await completions("ping-keyring", "--collection", "=", "d") == ["default"], "--collection=d")
         #expect(try await completions("ping-keyring", "get", "--account", "").isEmpty, "accounts are not guessed")
+        #expect(try await completions("ping-keyring", "--backend", "") == ["automatic", "secret-service", "file-keyring"])
+        #expect(try await completions("ping-keyring", "list", "--backend", "f") == ["file-keyring"])
         #expect(try await completions("ping-keyring", "completion", "") == ["bash", "zsh"])
         #expect(try await completions("ping-keyring", "completion", "zsh", "").isEmpty)
     }

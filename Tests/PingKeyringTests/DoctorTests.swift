@@ -1,10 +1,15 @@
 import Foundation
+import PingStorage
 import SecretService
 import Testing
 @testable import PingKeyringCore
 
 /// A scripted keyring for the doctor.
 struct FakeDoctorEnvironment: DoctorEnvironment {
+    var backendResult: Result<KeychainBackendChoice, BackendProblem> = .success(secretServiceBackend)
+    var portalResult: Result<Int, ToolError> = .success(64)
+    var fileResult: Result<FileKeyringState, ToolError> = .success(FileKeyringState(path: keyringPath, exists: true, itemCount: 3))
+    var moveIn: MoveInFinding?
     var busAddress: String? = "unix:path=/run/user/1000/bus"
     var collectionDescription = "the default collection"
     var providerResult: Result<ProviderInfo, ToolError> = .success(ProviderInfo(
@@ -14,11 +19,19 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
     var probeResult: Result<String, ToolError> = .success("wrote, read back and deleted an item")
     var keysResult: Result<[EncryptionKeyItem], ToolError> = .success([keyItem(keyA, created: 100)])
 
+    func backend() async throws(BackendProblem) -> KeychainBackendChoice { try backendResult.get() }
+    func portalSecretSize() async throws(ToolError) -> Int { try portalResult.get() }
+    func fileKeyring() async throws(ToolError) -> FileKeyringState { try fileResult.get() }
+    func movedIn() async -> MoveInFinding? { moveIn }
     func provider() async throws(ToolError) -> ProviderInfo { try providerResult.get() }
     func collection() async throws(ToolError) -> SecretCollectionInfo { try collectionResult.get() }
     func probe() async throws(ToolError) -> String { try probeResult.get() }
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] { try keysResult.get() }
 }
+
+let secretServiceBackend = KeychainBackendChoice(kind: .secretService, reason: "not in a Flatpak sandbox")
+let keyringPath = "/home/u/.var/app/org.example.App/data/keyrings/default.keyring"
+let fileBackend = KeychainBackendChoice(kind: .fileKeyring(path: keyringPath), reason: "in a Flatpak sandbox")
 
 private let keyA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 private let keyB = "0123456789abcdef0123456789abcdef"
@@ -36,13 +49,13 @@ private func statuses(_ report: DoctorReport) -> [String] {
 struct DoctorTests {
     @Test func healthy() async throws {
         let report = await Doctor.run(FakeDoctorEnvironment())
-        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:pass",
+        #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:pass", "collection:pass", "unlocked:pass",
                                      "transport:pass", "probe:pass", "encryptionKey:pass"])
         #expect(report.ok)
         #expect(report.exitStatus == .ok)
         #expect(report.checks[0].detail == "unix:path=/run/user/1000/bus", "the bus address is shown")
-        #expect(report.checks[1].detail == "GNOME Keyring (/usr/bin/gnome-keyring-daemon, pid 42, :1.3)")
-        #expect(report.checks[6].detail == "1 key present (id \(keyA))")
+        #expect(report.checks[2].detail == "GNOME Keyring (/usr/bin/gnome-keyring-daemon, pid 42, :1.3)")
+        #expect(report.checks[7].detail == "1 key present (id \(keyA))")
         #expect(report.human.hasSuffix("All checks passed.\n"))
         #expect(!report.human.contains("fix:"))
     }
@@ -52,7 +65,7 @@ struct DoctorTests {
         environment.busAddress = nil
         environment.providerResult = .failure(ToolError(kind: "noSessionBus", message: "no D-Bus session bus."))
         let report = await Doctor.run(environment)
-        #expect(statuses(report) == ["sessionBus:fail", "provider:skip", "collection:skip", "unlocked:skip",
+        #expect(statuses(report) == ["sessionBus:fail", "backend:pass", "provider:skip", "collection:skip", "unlocked:skip",
                                      "transport:skip", "probe:skip", "encryptionKey:skip"])
         #expect(report.exitStatus == .keyringUnavailable)
         #expect(report.checks[0].detail == "DBUS_SESSION_BUS_ADDRESS is not set: no D-Bus session bus.")
@@ -66,9 +79,9 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "no Secret Service."))
         let report = await Doctor.run(environment)
-        #expect(statuses(report) == ["sessionBus:pass", "provider:fail", "collection:skip", "unlocked:skip",
+        #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:fail", "collection:skip", "unlocked:skip",
                                      "transport:skip", "probe:skip", "encryptionKey:skip"])
-        #expect(report.checks[1].fix?.contains("gnome-keyring-daemon") == true)
+        #expect(report.checks[2].fix?.contains("gnome-keyring-daemon") == true)
         #expect(report.exitStatus == .keyringUnavailable)
     }
 
@@ -76,22 +89,22 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.providerResult = .failure(ToolError(kind: "timedOut", message: "no answer."))
         let report = await Doctor.run(environment)
-        #expect(report.checks[1].status == .fail)
-        #expect(report.checks[1].fix?.contains("--timeout") == true)
+        #expect(report.checks[2].status == .fail)
+        #expect(report.checks[2].fix?.contains("--timeout") == true)
     }
 
     @Test func missingDefaultCollection() async {
         var environment = FakeDoctorEnvironment()
         environment.collectionResult = .failure(ToolError(kind: "collectionNotFound", message: "Collections: /x (X)."))
         let report = await Doctor.run(environment)
-        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:fail", "unlocked:skip",
+        #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:pass", "collection:fail", "unlocked:skip",
                                      "transport:pass", "probe:skip", "encryptionKey:skip"])
-        #expect(report.checks[2].detail == "Collections: /x (X).", "the library's message lists the collections")
-        #expect(report.checks[2].fix?.contains("set a default collection") == true, "\(report.checks[2].fix ?? "")")
+        #expect(report.checks[3].detail == "Collections: /x (X).", "the library's message lists the collections")
+        #expect(report.checks[3].fix?.contains("set a default collection") == true, "\(report.checks[3].fix ?? "")")
         #expect(report.exitStatus == .keyringUnavailable)
 
         environment.collectionDescription = "the 'work' collection"
-        #expect(await Doctor.run(environment).checks[2].fix?.contains("create the alias") == true)
+        #expect(await Doctor.run(environment).checks[3].fix?.contains("create the alias") == true)
     }
 
     @Test func lockedCollection() async {
@@ -99,10 +112,10 @@ struct DoctorTests {
         environment.collectionResult = .success(SecretCollectionInfo(
             path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: true))
         let report = await Doctor.run(environment)
-        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:fail",
+        #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:pass", "collection:pass", "unlocked:fail",
                                      "transport:pass", "probe:skip", "encryptionKey:skip"])
-        #expect(report.checks[3].errorKind == "locked")
-        #expect(report.checks[3].fix?.contains("unlock") == true)
+        #expect(report.checks[4].errorKind == "locked")
+        #expect(report.checks[4].fix?.contains("unlock") == true)
         #expect(report.exitStatus == .keyringUnavailable)
     }
 
@@ -111,10 +124,10 @@ struct DoctorTests {
         environment.providerResult = .success(ProviderInfo(name: "KWallet", executable: "/usr/bin/kwalletd6", processID: 7, uniqueName: nil,
                                                            transport: "plain"))
         let report = await Doctor.run(environment)
-        #expect(statuses(report) == ["sessionBus:pass", "provider:pass", "collection:pass", "unlocked:pass",
+        #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:pass", "collection:pass", "unlocked:pass",
                                      "transport:fail", "probe:skip", "encryptionKey:skip"])
-        #expect(report.checks[1].detail == "KWallet (/usr/bin/kwalletd6, pid 7)")
-        #expect(report.checks[4].errorKind == "insecureTransport")
+        #expect(report.checks[2].detail == "KWallet (/usr/bin/kwalletd6, pid 7)")
+        #expect(report.checks[5].errorKind == "insecureTransport")
         #expect(report.exitStatus == .keyringUnavailable)
     }
 
@@ -127,7 +140,7 @@ struct DoctorTests {
 
         environment.probeResult = .failure(ToolError(kind: "probeMismatch", message: "different bytes", status: .other))
         report = await Doctor.run(environment)
-        #expect(report.checks[5].fix?.contains("other bytes") == true)
+        #expect(report.checks[6].fix?.contains("other bytes") == true)
     }
 
     @Test func exitStatusIsTheFirstFailures() async {
@@ -144,7 +157,7 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
         let document = await Doctor.run(environment).json.document
-        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "collection", "provider", "checks"])
+        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "provider", "checks"])
         let json = try parseJSON(document)
         #expect(json["ok"] as? Bool == false)
         #expect(json["exitCode"] as? Int == 3)
@@ -155,16 +168,16 @@ struct DoctorTests {
         #expect(provider["name"] as? String == "GNOME Keyring")
         #expect(provider["pid"] as? Int == 42)
         let checks = try #require(json["checks"] as? [[String: Any]])
-        #expect(checks.map { $0["id"] as? String } == ["sessionBus", "provider", "collection", "unlocked", "transport",
+        #expect(checks.map { $0["id"] as? String } == ["sessionBus", "backend", "provider", "collection", "unlocked", "transport",
                                                       "probe", "encryptionKey"])
         for check in checks {
             #expect(Set(check.keys) == ["id", "title", "status", "detail", "technicalDetail", "fix", "errorKind"])
         }
-        #expect(checks[3]["status"] as? String == "fail")
-        #expect(checks[3]["fix"] is String)
-        #expect(checks[3]["errorKind"] as? String == "locked")
+        #expect(checks[4]["status"] as? String == "fail")
+        #expect(checks[4]["fix"] is String)
+        #expect(checks[4]["errorKind"] as? String == "locked")
         #expect(checks[0]["fix"] is NSNull)
-        #expect(checks[6]["status"] as? String == "skip")
+        #expect(checks[7]["status"] as? String == "skip")
 
         environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "none"))
         let failed = try parseJSON(await Doctor.run(environment).json.document)
@@ -177,8 +190,8 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.keysResult = .success([])
         let report = await Doctor.run(environment)
-        #expect(report.checks[6].status == .pass)
-        #expect(report.checks[6].detail == "no key yet: one is created on the first encrypted save")
+        #expect(report.checks[7].status == .pass)
+        #expect(report.checks[7].detail == "no key yet: one is created on the first encrypted save")
         #expect(report.exitStatus == .ok)
         #expect(report.human.contains("ok    encryption key     no key yet: one is created on the first encrypted save\n"))
     }
@@ -209,7 +222,7 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.keysResult = .success([keyItem(keyA, created: 1, byteCount: 16, number: 9), keyItem(keyB, created: 2)])
         let report = await Doctor.run(environment)
-        let check = report.checks[6]
+        let check = report.checks[7]
         #expect(check.status == .fail)
         #expect(check.errorKind == "unsupportedFormat")
         #expect(report.exitStatus == .corrupt, "exit 4, as for a value that cannot be decrypted")
@@ -230,17 +243,17 @@ struct DoctorTests {
         environment.keysResult = .failure(ToolError(kind: "locked", message: "1 encryption key item is locked (/c/1)"))
         var report = await Doctor.run(environment)
         #expect(statuses(report).last == "encryptionKey:fail")
-        #expect(report.checks[6].detail == "cannot search the keyring for encryption keys: 1 encryption key item is locked (/c/1)")
-        #expect(report.checks[6].fix == Doctor.Fix.unlocked)
-        #expect(report.checks[6].errorKind == "locked")
+        #expect(report.checks[7].detail == "cannot search the keyring for encryption keys: 1 encryption key item is locked (/c/1)")
+        #expect(report.checks[7].fix == Doctor.Fix.unlocked)
+        #expect(report.checks[7].errorKind == "locked")
         #expect(report.exitStatus == .keyringUnavailable)
 
         environment.keysResult = .failure(ToolError(kind: "timedOut", message: "no answer."))
         report = await Doctor.run(environment)
-        #expect(report.checks[6].fix == Doctor.Fix.providerHung)
+        #expect(report.checks[7].fix == Doctor.Fix.providerHung)
         environment.keysResult = .failure(ToolError(kind: "providerError", message: "boom"))
         report = await Doctor.run(environment)
-        #expect(report.checks[6].fix == Doctor.Fix.seeMessage)
+        #expect(report.checks[7].fix == Doctor.Fix.seeMessage)
         #expect(report.exitStatus == .other)
     }
 
@@ -257,10 +270,10 @@ struct DoctorTests {
         environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
         environment.keysResult = .failure(ToolError(kind: "other", message: "must not be asked"))
         let report = await Doctor.run(environment)
-        #expect(report.checks[6].status == .skip)
-        #expect(report.checks[6].detail == "skipped: an earlier check failed")
+        #expect(report.checks[7].status == .skip)
+        #expect(report.checks[7].detail == "skipped: an earlier check failed")
         environment.providerResult = .failure(ToolError(kind: "noSecretService", message: "none"))
-        #expect(await Doctor.run(environment).checks[6].detail == "skipped: needs a Secret Service provider")
+        #expect(await Doctor.run(environment).checks[7].detail == "skipped: needs a Secret Service provider")
     }
 
     @Test func liveEnvironmentShowsTheBusAddress() {

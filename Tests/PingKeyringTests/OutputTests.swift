@@ -56,7 +56,7 @@ struct OutputTests {
     @Test func listJSONFieldNames() throws {
         let report = ListReport(collectionPath: item.collectionPath, service: nil, items: [item])
         let document = report.json.document
-        #expect(keysInOrder(document) == ["collection", "service", "items"])
+        #expect(keysInOrder(document) == ["collection", "service", "backend", "items"])
         let json = try parseJSON(document)
         #expect(json["collection"] as? String == "/org/freedesktop/secrets/collection/login")
         #expect(json["service"] is NSNull, "null is written, not left out")
@@ -110,7 +110,7 @@ struct OutputTests {
                                value: Data(#"{"token":"t"}"#.utf8), raw: false, encryption: .no, keyID: nil)
         var document = report.json.document
         #expect(keysInOrder(document) == ["account", "service", "item", "collection", "contentType", "size",
-                                          "encrypted", "keyID", "encoding", "value"])
+                                          "encrypted", "keyID", "backend", "encoding", "value"])
         var json = try parseJSON(document)
         #expect((json["value"] as? [String: Any])?["token"] as? String == "t", "the JSON value itself")
         #expect(json["encoding"] as? String == "json")
@@ -169,7 +169,7 @@ struct OutputTests {
         var save = SaveReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", size: 7,
                               encryption: .no, keyID: nil)
         #expect(keysInOrder(save.json.document) == ["account", "service", "item", "collection", "size", "encrypted",
-                                                    "keyID"])
+                                                    "keyID", "backend"])
         #expect(try parseJSON(save.json.document)["size"] as? Int == 7)
         #expect(try parseJSON(save.json.document)["encrypted"] as? String == "no")
         #expect(try parseJSON(save.json.document)["keyID"] is NSNull)
@@ -182,7 +182,7 @@ struct OutputTests {
                 + "(key 0123456789abcdef0123456789abcdef).\n")
 
         let delete = DeleteReport(account: "A", service: "S", deleted: false)
-        #expect(keysInOrder(delete.json.document) == ["account", "service", "deleted"])
+        #expect(keysInOrder(delete.json.document) == ["account", "service", "deleted", "backend"])
         #expect(try parseJSON(delete.json.document)["deleted"] as? Bool == false)
         #expect(delete.human.contains("nothing to delete"))
         #expect(DeleteReport(account: "A", service: "S", deleted: true).human.hasPrefix("Deleted"))

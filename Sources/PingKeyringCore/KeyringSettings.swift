@@ -1,0 +1,104 @@
+import PingStorage
+import SecretService
+
+/// Where and how the commands reach the keyring, from the global options.
+struct KeyringSettings: Sendable, Equatable {
+    /// `--collection`; nil: the library's default (`$PINGSTORAGE_COLLECTION`, else `default`).
+    var collection: CollectionReference?
+    /// `--timeout`; nil: the library's default.
+    var timeout: Duration?
+    /// False with `--no-prompt`.
+    var allowsPrompts: Bool
+    /// `--backend`; nil when not given (then ``KeychainConfiguration/Backend/automatic``).
+    var backend: KeychainConfiguration.Backend?
+
+    /// The settings the global options give.
+    init(_ options: GlobalOptions) {
+        collection = options.collection
+        timeout = options.timeout
+        allowsPrompts = !options.noPrompt
+        backend = options.backend
+    }
+
+    /// The configuration an app with these settings would use (collection, timeout and backend
+    /// defaults are the library's).
+    func configuration(service: String = KeychainConfiguration.defaultService) -> KeychainConfiguration {
+        var configuration = KeychainConfiguration(service: service, collection: collection, allowsPrompts: allowsPrompts,
+                                                  backend: backend ?? .automatic)
+        if let timeout { configuration.timeout = timeout }
+        return configuration
+    }
+
+    /// A client on the connection KeychainStorage uses in this process (one connection, one
+    /// session per process), with ``clientOptions(allowsPlainTransport:)``.
+    func client(allowsPlainTransport: Bool = false) -> SecretServiceClient {
+        SecretServiceKeychainBackend.client(for: configuration(), options: clientOptions(allowsPlainTransport: allowsPlainTransport))
+    }
+
+    /// Client options matching ``configuration(service:)`` (the configuration's own options).
+    func clientOptions(allowsPlainTransport: Bool = false) -> SecretServiceClient.Options {
+        var options = configuration().options
+        options.allowsPlainTransport = allowsPlainTransport
+        return options
+    }
+
+    /// Where `configuration`'s items are and why, as ``KeychainStorage`` decides it
+    /// (``KeychainConfiguration/backendInUse()``: once per process, asking the Secret portal in a
+    /// sandbox). A backend named by `--backend` is reported as set by it.
+    /// - Throws: ``ToolError`` (`noSecretService` in a sandbox without the portal's secret,
+    ///   `invalidArgument` for a bad `PINGSTORAGE_BACKEND`, …).
+    func backendInUse(_ configuration: KeychainConfiguration) async throws(ToolError) -> KeychainBackendChoice {
+        do {
+            return attributed(try await configuration.backendInUse())
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    /// What ``backendInUse(_:)`` aims at before any I/O (in a sandbox, the file keyring before the
+    /// portal was asked), for the doctor to name when the choice fails.
+    func plannedBackend(_ configuration: KeychainConfiguration) throws(ToolError) -> KeychainBackendChoice {
+        do {
+            return attributed(try configuration.plannedBackend())
+        } catch {
+            throw ToolError.from(error)
+        }
+    }
+
+    /// The library says "set in KeychainConfiguration"; here the setting is the option.
+    private func attributed(_ choice: KeychainBackendChoice) -> KeychainBackendChoice {
+        guard let backend, backend != .automatic else { return choice }
+        var choice = choice
+        choice.reason = "set by --backend \(backend)"
+        return choice
+    }
+}
+
+extension KeychainBackendChoice {
+    /// The file keyring's path; nil for the Secret Service.
+    var filePath: String? {
+        if case .fileKeyring(let path) = kind { return path }
+        return nil
+    }
+
+    /// `Secret Service (REASON)` or `file keyring PATH (REASON)`.
+    var summary: String {
+        switch kind {
+        case .secretService: "Secret Service (\(reason))"
+        case .fileKeyring(let path): "file keyring \(path) (\(reason))"
+        }
+    }
+
+    /// `backend: …` and a newline: the first line of `list`, `save` and `delete` (`get` prints it
+    /// on stderr, its stdout being the value alone).
+    var humanLine: String { "backend: \(summary)\n" }
+
+    /// `{"kind": "secretService" | "fileKeyring", "path": PATH | null, "reason": …}`.
+    var json: JSONValue {
+        .object([
+            ("kind", .string(filePath == nil ? "secretService" : "fileKeyring")),
+            ("path", .string(filePath)),
+            ("reason", .string(reason)),
+        ])
+    }
+}
