@@ -13,9 +13,12 @@ let package = Package(
                        providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         // Raw libsecret from C: what a C program would call, and the one-round-trip floor.
         .target(name: "CBenchmarkLibsecret", dependencies: ["CLibSecretBenchmark"]),
+        // The token and the names every process of the benchmark shares.
+        .target(name: "BenchmarkSupport", dependencies: [.product(name: "PingStorage", package: "PingStorage")]),
         .executableTarget(
             name: "pingstorage-benchmark",
             dependencies: [
+                "BenchmarkSupport",
                 "CBenchmarkLibsecret",
                 .product(name: "PingStorage", package: "PingStorage"),
                 .product(name: "SecretService", package: "PingStorage"),

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import CBenchmarkLibsecret
 import Foundation
 import Synchronization

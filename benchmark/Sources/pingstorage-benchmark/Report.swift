@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 /// Everything one run measured, as written to `latest.json`. Field names are stable (snake_case
