@@ -8,8 +8,9 @@ import Glibc
 
 /// `pingstorage-benchmark`: KeychainStorage side by side with raw libsecret, the one-round-trip
 /// floor, `secret-tool` and Python `keyring`, in one process, interleaved in rounds, on the same
-/// keyring and population; then concurrency scaling and memory growth. Prints a table and the
-/// targets of issue 5 (PASS/FAIL, never an exit status), writes `latest.json`.
+/// keyring and population; then concurrency scaling and memory growth; then issue 15's sections
+/// (main actor, cold start, many accounts, scale; see Issue15Sections.swift). Prints a table and
+/// the targets of issues 5 and 15 (PASS/FAIL, never an exit status), writes `latest.json`.
 ///
 /// Run it through `benchmark/run` (which runs it inside `dbus-test/run --isolated`): it writes
 /// many items and refuses to run outside a throwaway keyring.
@@ -20,7 +21,7 @@ struct PingStorageBenchmark {
         let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
         guard options.allowAnyKeyring || ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil else {
             FileHandle.standardError.write(Data("""
-                pingstorage-benchmark writes and deletes ~100 items and rewrites the keyring thousands of times;
+                pingstorage-benchmark writes and deletes hundreds of items and rewrites the keyring thousands of times;
                 it runs only inside a throwaway keyring: dbus-test/run --isolated benchmark/run
                 (or pass --allow-any-keyring).\n
                 """.utf8))
@@ -86,6 +87,8 @@ struct PingStorageBenchmark {
         let memory = try await MemoryBenchmark(operations: options.memoryOperations, tasks: options.memoryTasks)
             .run(progress: progress)
 
+        let issue15 = try await runIssue15(options, worker: worker, client: client, progress: progress)
+
         let results = Report.operationResults(operations, samples)
         let report = Report(
             date: ISO8601DateFormatter().string(from: Date()),
@@ -96,9 +99,10 @@ struct PingStorageBenchmark {
                             writesPerBatch: options.sizes.writes, externalPerBatch: options.sizes.external,
                             cachedIterationsPerSample: options.sizes.cachedIterations,
                             cryptoIterationsPerSample: options.sizes.cryptoIterations,
-                            benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count),
-            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory,
-            targets: Report.targets(results, scaling, memory),
+                            benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count,
+                            mode: options.short ? "short" : "full"),
+            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory, issue15: issue15,
+            targets: Report.targets(results, scaling, memory) + issue15.targets,
             durationSeconds: (clock.now - started).seconds)
 
         print(report.text)
@@ -109,6 +113,7 @@ struct PingStorageBenchmark {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try Data(report.latencyTSV.utf8).write(to: directory.appendingPathComponent("latency.tsv"))
             try Data(report.scalingTSV.utf8).write(to: directory.appendingPathComponent("scaling.tsv"))
+            try Data(issue15.scaleTSV.utf8).write(to: directory.appendingPathComponent("scale.tsv"))
         }
         progress("done")
     }

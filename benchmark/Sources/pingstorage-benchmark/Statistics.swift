@@ -80,3 +80,19 @@ func column(_ text: String, _ width: Int, right: Bool = false) -> String {
     let padding = String(repeating: " ", count: width - count)
     return right ? padding + text : text + padding
 }
+
+/// A count with thousands separators, as the report writes them: 5000 → "5,000".
+func grouped(_ number: Int) -> String {
+    let digits = Array(String(number.magnitude))
+    var text = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 { text.append(",") }
+        text.append(digit)
+    }
+    return (number < 0 ? "-" : "") + text
+}
+
+/// Minutes as the report shows them: seconds below one minute.
+func formatMinutes(_ minutes: Double) -> String {
+    minutes < 1 ? String(format: "%.1f s", minutes * 60) : String(format: "%.1f min", minutes)
+}
