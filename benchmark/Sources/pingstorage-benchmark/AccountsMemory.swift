@@ -10,10 +10,10 @@ struct AccountsMemoryBenchmark {
         var runs: Int
         var collection: String
         /// RSS at the process's start, after the warm-up account, and after the accounts.
-        var rssStartKiB: Double
-        var rssBeforeKiB: Double
-        var rssAfterKiB: Double
-        var growthKiB: Double
+        var rssStartKib: Double
+        var rssBeforeKib: Double
+        var rssAfterKib: Double
+        var growthKib: Double
         var kibPerAccount: Double
         /// Time of the saves and gets of all accounts.
         var seconds: Double
@@ -53,8 +53,8 @@ struct AccountsMemoryBenchmark {
         // The growth is the median of each run's own growth, not a difference of medians.
         let growth = try median("growth_bytes") / 1024
         return Result(accounts: accounts, runs: runs, collection: "session (in memory)",
-                      rssStartKiB: try median("start_bytes") / 1024, rssBeforeKiB: try median("before_bytes") / 1024,
-                      rssAfterKiB: try median("after_bytes") / 1024, growthKiB: growth,
+                      rssStartKib: try median("start_bytes") / 1024, rssBeforeKib: try median("before_bytes") / 1024,
+                      rssAfterKib: try median("after_bytes") / 1024, growthKib: growth,
                       kibPerAccount: growth / Double(accounts), seconds: try median("seconds"))
     }
 }

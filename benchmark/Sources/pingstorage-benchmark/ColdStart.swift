@@ -26,8 +26,8 @@ struct ColdStartBenchmark {
         var medianMilliseconds: Double?
         var p95Milliseconds: Double?
         /// The median of the runs' ru_maxrss.
-        var medianMaxRSSKiB: Double?
-        var largestMaxRSSKiB: Int?
+        var medianMaxRssKib: Double?
+        var largestMaxRssKib: Int?
     }
 
     let launcher: String
@@ -54,8 +54,8 @@ struct ColdStartBenchmark {
             (rss[command.id] ?? []).forEach { peaks.append(seconds: Double($0)) }
             return Result(id: command.id, label: command.label, command: command.arguments.joined(separator: " "),
                           runs: times.count, medianMilliseconds: times.median.map { $0 * 1e3 },
-                          p95Milliseconds: times.p95.map { $0 * 1e3 }, medianMaxRSSKiB: peaks.median,
-                          largestMaxRSSKiB: rss[command.id]?.max())
+                          p95Milliseconds: times.p95.map { $0 * 1e3 }, medianMaxRssKib: peaks.median,
+                          largestMaxRssKib: rss[command.id]?.max())
         }
     }
 

@@ -55,7 +55,7 @@ struct Issue15Results: Codable, Sendable {
             target("ping_keyring_help", "ping-keyring --help ≤ 3 ms median",
                    coldStart("ping-keyring.help")?.medianMilliseconds, 3.0, "ms"),
             target("ping_keyring_get_peak_rss", "ping-keyring get peak RSS ≤ 16 MiB",
-                   coldStart("ping-keyring.get")?.medianMaxRSSKiB.map { $0 / 1024 }, 16.0, "MiB"),
+                   coldStart("ping-keyring.get")?.medianMaxRssKib.map { $0 / 1024 }, 16.0, "MiB"),
         ]
         for size in scale?.sizes ?? [] {
             let items = grouped(size.items)
@@ -76,18 +76,18 @@ struct Issue15Results: Codable, Sendable {
             let suffix = ".\(index)"
             let get = formatRatio(overLookup("ping-keyring.get" + suffix))
             let help = coldStart("ping-keyring.help" + suffix)?.medianMilliseconds.map { String(format: "%.2f ms", $0) } ?? "—"
-            let rss = coldStart("ping-keyring.get" + suffix)?.medianMaxRSSKiB.map { String(format: "%.1f MiB", $0 / 1024) } ?? "—"
+            let rss = coldStart("ping-keyring.get" + suffix)?.medianMaxRssKib.map { String(format: "%.1f MiB", $0 / 1024) } ?? "—"
             infos.append(Info(id: "ping_keyring\(suffix)", text: "ping-keyring (\(build.label)): get \(get) secret-tool "
                               + "lookup, --help \(help), get peak RSS \(rss), binary \(build.bytes / 1024) KiB"))
         }
         if let help = coldStart("secret-tool.help")?.medianMilliseconds,
-           let rss = coldStart("secret-tool.lookup")?.medianMaxRSSKiB {
+           let rss = coldStart("secret-tool.lookup")?.medianMaxRssKib {
             infos.append(Info(id: "secret_tool_reference", text: String(
                 format: "secret-tool for reference: --help %.2f ms, lookup peak RSS %.1f MiB", help, rss / 1024)))
         }
         if let memory = accountsMemory {
             infos.append(Info(id: "accounts_memory", text: String(
-                format: "%d accounts held: RSS +%.0f KiB, %.2f KiB per account", memory.accounts, memory.growthKiB,
+                format: "%@ accounts held: RSS +%.0f KiB, %.2f KiB per account", grouped(memory.accounts), memory.growthKib,
                 memory.kibPerAccount)))
         }
         if let saves = concurrentSaves {

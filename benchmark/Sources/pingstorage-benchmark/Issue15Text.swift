@@ -36,7 +36,7 @@ extension Issue15Results {
                              + column(formatLatency(result.medianMilliseconds.map { $0 / 1e3 }), 11, right: true)
                              + column(formatLatency(result.p95Milliseconds.map { $0 / 1e3 }), 11, right: true)
                              + column(formatRatio(overLookup(result.id)), 10, right: true)
-                             + column(result.medianMaxRSSKiB.map { String(format: "%.1f MiB", $0 / 1024) } ?? "—", 11, right: true))
+                             + column(result.medianMaxRssKib.map { String(format: "%.1f MiB", $0 / 1024) } ?? "—", 11, right: true))
             }
             for build in pingKeyringBuilds {
                 lines.append("  ping-keyring (\(build.label)): \(build.bytes / 1024) KiB, \(relativePath(build.path))")
@@ -48,8 +48,8 @@ extension Issue15Results {
                       + "KeychainStorage per account,", "after one save and one get on each (\(memory.collection) collection; "
                       + "median of \(memory.runs) runs)"]
             lines.append(String(format: "  RSS at start %.0f KiB; after one warm-up account %.0f KiB; after the accounts "
-                                + "%.0f KiB", memory.rssStartKiB, memory.rssBeforeKiB, memory.rssAfterKiB))
-            lines.append(String(format: "  growth %.0f KiB: %.2f KiB per account (%.1f s of saves and gets)", memory.growthKiB,
+                                + "%.0f KiB", memory.rssStartKib, memory.rssBeforeKib, memory.rssAfterKib))
+            lines.append(String(format: "  growth %.0f KiB: %.2f KiB per account (%.1f s of saves and gets)", memory.growthKib,
                                 memory.kibPerAccount, memory.seconds))
         }
         if let saves = concurrentSaves {

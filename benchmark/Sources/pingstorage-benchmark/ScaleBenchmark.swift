@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// How the collection gets its items: gnome-keyring's cost per write grows with the items already
 /// in the collection (here ~0.15 ms per item: about 0.2 s per write at 1,200 items and 0.5 s at
-/// 3,000), so storing N items one by one costs about N²/2 times that, ~40 minutes for 5,000,
-/// whatever the client does: small secrets shrink the file but not the per-item work, concurrency
+/// 3,000, measured with libsecret), so storing N items one by one costs about N²/2 times that,
+/// 20–40 minutes for 5,000 whatever the client does: small secrets shrink the file but not the per-item work, concurrency
 /// does not help since gnome-keyring serves one request at a time, and the `session` collection,
 /// which is never written to disk, is not the collection the rows are about. The trial at the
 /// second size (PopulationTrial) measures each of those approaches in every run. Instead, the
