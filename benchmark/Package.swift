@@ -13,14 +13,29 @@ let package = Package(
                        providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]),
         // Raw libsecret from C: what a C program would call, and the one-round-trip floor.
         .target(name: "CBenchmarkLibsecret", dependencies: ["CLibSecretBenchmark"]),
+        // gnome-keyring's keyring file, written directly: the scale benchmark's 5,000 items.
+        .target(name: "CKeyringFixture", linkerSettings: [.linkedLibrary("gcrypt")]),
+        // The token and the names every process of the benchmark shares.
+        .target(name: "BenchmarkSupport", dependencies: [.product(name: "PingStorage", package: "PingStorage")]),
         .executableTarget(
             name: "pingstorage-benchmark",
             dependencies: [
+                "BenchmarkSupport",
                 "CBenchmarkLibsecret",
+                "CKeyringFixture",
                 .product(name: "PingStorage", package: "PingStorage"),
                 .product(name: "SecretService", package: "PingStorage"),
             ]
         ),
+        // Helper processes of the cold-start and memory sections (the benchmark starts them).
+        // A fresh process doing one KeychainStorage<Token>.get: an app's cold start.
+        .executableTarget(name: "coldstart-get",
+                          dependencies: ["BenchmarkSupport", .product(name: "PingStorage", package: "PingStorage")]),
+        // A process holding KeychainStorage instances for N accounts: its RSS per account.
+        .executableTarget(name: "accounts-rss",
+                          dependencies: ["BenchmarkSupport", .product(name: "PingStorage", package: "PingStorage")]),
+        // (tools/spawn-measure.c, the cold-start launcher, is compiled by benchmark/run with clang
+        // alone: as a SwiftPM target it would link the Swift runtime; see its header comment.)
     ],
     swiftLanguageModes: [.v6]
 )

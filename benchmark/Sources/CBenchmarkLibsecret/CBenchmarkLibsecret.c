@@ -63,6 +63,63 @@ int cbl_store(const char *collection, const char *service, const char *account, 
     return stored ? 0 : fail(gerror, "secret_password_storev_sync", error);
 }
 
+int cbl_reconnect(char **error) {
+    secret_service_disconnect();
+    return cbl_connect(error);
+}
+
+typedef struct {
+    const char *collection;
+    const char *service;
+    const char *const *accounts;
+    const char *const *secrets;
+    size_t count;
+    size_t started;
+    size_t pending;
+    GError *first_error;
+} ConcurrentStores;
+
+static void start_store(ConcurrentStores *stores);
+
+static void store_finished(GObject *source, GAsyncResult *result, gpointer user_data) {
+    (void) source;
+    ConcurrentStores *stores = user_data;
+    GError *gerror = NULL;
+    if (!secret_password_store_finish(result, &gerror)) {
+        if (stores->first_error == NULL) {
+            stores->first_error = gerror;
+        } else {
+            g_clear_error(&gerror);
+        }
+    }
+    stores->pending--;
+    if (stores->started < stores->count) start_store(stores);
+}
+
+static void start_store(ConcurrentStores *stores) {
+    size_t index = stores->started++;
+    const char *account = stores->accounts[index];
+    GHashTable *attributes = attributes_for(stores->service, account, TRUE);
+    char *label = g_strdup_printf("%s (%s)", account, stores->service);
+    stores->pending++;
+    secret_password_storev(&benchmark_schema, attributes, stores->collection, label, stores->secrets[index], NULL,
+                           store_finished, stores);
+    g_free(label);
+    g_hash_table_unref(attributes);
+}
+
+int cbl_store_concurrently(const char *collection, const char *service, const char *const *accounts,
+                           const char *const *secrets, size_t count, size_t in_flight, char **error) {
+    ConcurrentStores stores = { collection, service, accounts, secrets, count, 0, 0, NULL };
+    GMainContext *context = g_main_context_new();
+    g_main_context_push_thread_default(context);
+    while (stores.started < count && stores.started < in_flight) start_store(&stores);
+    while (stores.pending > 0) g_main_context_iteration(context, TRUE);
+    g_main_context_pop_thread_default(context);
+    g_main_context_unref(context);
+    return stores.first_error == NULL ? 0 : fail(stores.first_error, "secret_password_storev", error);
+}
+
 int cbl_lookup(const char *service, const char *account, size_t *length, char **error) {
     GError *gerror = NULL;
     GHashTable *attributes = attributes_for(service, account, FALSE);

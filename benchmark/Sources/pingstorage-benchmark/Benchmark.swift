@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 import PingStorage
 import SecretService
@@ -7,87 +8,20 @@ import Glibc
 
 /// `pingstorage-benchmark`: KeychainStorage side by side with raw libsecret, the one-round-trip
 /// floor, `secret-tool` and Python `keyring`, in one process, interleaved in rounds, on the same
-/// keyring and population; then concurrency scaling and memory growth. Prints a table and the
-/// targets of issue 5 (PASS/FAIL, never an exit status), writes `latest.json`.
+/// keyring and population; then concurrency scaling and memory growth; then issue 15's sections
+/// (main actor, cold start, many accounts, scale; see Issue15Sections.swift). Prints a table and
+/// the targets of issues 5 and 15 (PASS/FAIL, never an exit status), writes `latest.json`.
 ///
 /// Run it through `benchmark/run` (which runs it inside `dbus-test/run --isolated`): it writes
 /// many items and refuses to run outside a throwaway keyring.
 @main
 struct PingStorageBenchmark {
-    /// Command-line settings.
-    struct Options {
-        var output = "benchmark/results"
-        var plotData: String?
-        var rounds = 30
-        var seed: UInt64 = 20_260_101
-        var sizes = BatchSizes()
-        var concurrencyRounds = 3
-        var getWindow: Duration = .milliseconds(1000)
-        var saveWindow: Duration = .milliseconds(1500)
-        var memoryOperations = 100_000
-        var memoryTasks = 4
-        var python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : "python3"
-        var allowAnyKeyring = false
-
-        static let usage = """
-            usage: pingstorage-benchmark [--output DIR] [--plot-data DIR] [--rounds N] [--seed N]
-                                         [--memory-ops N] [--quick] [--python PATH] [--allow-any-keyring]
-              --output DIR       where latest.json goes (default benchmark/results)
-              --plot-data DIR    also write latency.tsv and scaling.tsv there (for gnuplot)
-              --rounds N         interleaved rounds (default 30)
-              --memory-ops N     operations of the memory run (default 100000)
-              --quick            a smoke run: 3 rounds, short windows, 5,000 memory operations
-              --python PATH      the Python with Debian's python3-keyring (default /usr/bin/python3)
-              --allow-any-keyring  run even outside dbus-test/run --isolated (writes ~100 items!)
-            """
-
-        static func parse(_ arguments: [String]) -> Options {
-            var options = Options()
-            var iterator = arguments.makeIterator()
-            func value(_ name: String) -> String {
-                guard let value = iterator.next() else { fail("\(name) needs a value") }
-                return value
-            }
-            func number(_ name: String) -> Int {
-                guard let number = Int(value(name)), number > 0 else { fail("\(name) needs a positive number") }
-                return number
-            }
-            while let argument = iterator.next() {
-                switch argument {
-                case "--output": options.output = value(argument)
-                case "--plot-data": options.plotData = value(argument)
-                case "--rounds": options.rounds = number(argument)
-                case "--seed": options.seed = UInt64(number(argument))
-                case "--memory-ops": options.memoryOperations = number(argument)
-                case "--python": options.python = value(argument)
-                case "--allow-any-keyring": options.allowAnyKeyring = true
-                case "--quick":
-                    options.rounds = 3
-                    options.concurrencyRounds = 1
-                    options.getWindow = .milliseconds(300)
-                    options.saveWindow = .milliseconds(300)
-                    options.memoryOperations = 5000
-                case "-h", "--help":
-                    print(usage)
-                    exit(0)
-                default: fail("unknown argument \(argument)")
-                }
-            }
-            return options
-        }
-
-        private static func fail(_ message: String) -> Never {
-            FileHandle.standardError.write(Data("pingstorage-benchmark: \(message)\n\(usage)\n".utf8))
-            exit(2)
-        }
-    }
-
     static func main() async {
         signal(SIGPIPE, SIG_IGN)
         let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
         guard options.allowAnyKeyring || ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil else {
             FileHandle.standardError.write(Data("""
-                pingstorage-benchmark writes and deletes ~100 items and rewrites the keyring thousands of times;
+                pingstorage-benchmark writes and deletes hundreds of items and rewrites the keyring thousands of times;
                 it runs only inside a throwaway keyring: dbus-test/run --isolated benchmark/run
                 (or pass --allow-any-keyring).\n
                 """.utf8))
@@ -153,6 +87,8 @@ struct PingStorageBenchmark {
         let memory = try await MemoryBenchmark(operations: options.memoryOperations, tasks: options.memoryTasks)
             .run(progress: progress)
 
+        let issue15 = try await runIssue15(options, worker: worker, client: client, progress: progress)
+
         let results = Report.operationResults(operations, samples)
         let report = Report(
             date: ISO8601DateFormatter().string(from: Date()),
@@ -163,9 +99,10 @@ struct PingStorageBenchmark {
                             writesPerBatch: options.sizes.writes, externalPerBatch: options.sizes.external,
                             cachedIterationsPerSample: options.sizes.cachedIterations,
                             cryptoIterationsPerSample: options.sizes.cryptoIterations,
-                            benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count),
-            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory,
-            targets: Report.targets(results, scaling, memory),
+                            benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count,
+                            mode: options.short ? "short" : "full"),
+            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory, issue15: issue15,
+            targets: Report.targets(results, scaling, memory) + issue15.targets,
             durationSeconds: (clock.now - started).seconds)
 
         print(report.text)
@@ -176,6 +113,7 @@ struct PingStorageBenchmark {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try Data(report.latencyTSV.utf8).write(to: directory.appendingPathComponent("latency.tsv"))
             try Data(report.scalingTSV.utf8).write(to: directory.appendingPathComponent("scaling.tsv"))
+            try Data(issue15.scaleTSV.utf8).write(to: directory.appendingPathComponent("scale.tsv"))
         }
         progress("done")
     }

@@ -107,11 +107,24 @@ enum ChildProcess {
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
     }
 
+    /// Starts the child with no signal blocked and every signal at its default action: the
+    /// threads that call this inherited the signal mask of Swift's thread pool, and we ignore
+    /// SIGPIPE; a child (gnome-keyring restarted through $DBUS_TEST_CTL) must not inherit either,
+    /// or SIGTERM would not stop it.
     private static func spawn(_ arguments: [String], actions: inout posix_spawn_file_actions_t) throws -> pid_t {
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        posix_spawnattr_setsigmask(&attributes, &signals)
+        sigfillset(&signals)
+        posix_spawnattr_setsigdefault(&attributes, &signals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
+        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard result == 0 else {
             throw Failure(description: "cannot start \(arguments[0]): \(String(cString: strerror(result)))")
         }

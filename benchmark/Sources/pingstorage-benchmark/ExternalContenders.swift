@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 /// `secret-tool` (libsecret-tools), one process per call: what a shell script or a program that

@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import CBenchmarkLibsecret
 import Foundation
 import Synchronization
@@ -13,6 +14,26 @@ enum RawLibsecret {
     /// `secret_password_storev_sync` of `secret` for (service, account) in `collection`.
     static func store(_ secret: String, account: String, collection: String = "default") throws {
         _ = try call { cbl_store(collection, Bench.service, account, secret, $0) }
+    }
+
+    /// Drops libsecret's cached service and connects again (after the provider restarted).
+    static func reconnect() throws {
+        _ = try call { cbl_reconnect($0) }
+    }
+
+    /// Stores `secrets[i]` for `accounts[i]` with the asynchronous API, at most `inFlight` at once
+    /// (`cbl_store_concurrently`); returns when all finished.
+    static func storeConcurrently(_ secrets: [String], accounts: [String], collection: String = "default",
+                                  inFlight: Int) throws {
+        let accountPointers = accounts.map { UnsafePointer(strdup($0)) }
+        let secretPointers = secrets.map { UnsafePointer(strdup($0)) }
+        defer {
+            accountPointers.forEach { free(UnsafeMutableRawPointer(mutating: $0)) }
+            secretPointers.forEach { free(UnsafeMutableRawPointer(mutating: $0)) }
+        }
+        _ = try call { error in
+            cbl_store_concurrently(collection, Bench.service, accountPointers, secretPointers, accounts.count, inFlight, error)
+        }
     }
 
     /// `secret_password_lookupv_binary_sync`; the secret's length, or nil when there is no item.

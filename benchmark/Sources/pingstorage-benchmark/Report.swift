@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import Foundation
 
 /// Everything one run measured, as written to `latest.json`. Field names are stable (snake_case
@@ -14,6 +15,9 @@ struct Report: Codable, Sendable {
     var unavailable: [Unavailable]
     var concurrency: [ScalingBenchmark.Result]
     var memory: MemoryBenchmark.Result?
+    /// Issue 15's sections (main actor, cold start, accounts, scale); nil when not run.
+    var issue15: Issue15Results?
+    /// The targets of issue 5 and of issue 15 (`issue`).
     var targets: [Target]
     var durationSeconds: Double
 
@@ -40,6 +44,8 @@ struct Report: Codable, Sendable {
         var cryptoIterationsPerSample: Int
         var benchmarkItems: Int
         var tokenJsonBytes: Int
+        /// `full`, or `short` (benchmark/run --short: every section with tiny sizes, for CI).
+        var mode = "full"
     }
 
     struct OperationResult: Codable, Sendable {
@@ -75,6 +81,8 @@ struct Report: Codable, Sendable {
         var unit: String
         /// nil when it could not be measured.
         var pass: Bool?
+        /// The issue that set the target (5 or 15).
+        var issue = 5
     }
 }
 
@@ -150,6 +158,19 @@ extension Report {
         lines.append("\(settings.rounds) rounds, every operation once per round in a shuffled order (seed \(settings.seed)); "
                      + "a batch is \(settings.readsPerBatch) reads, \(settings.writesPerBatch) writes or "
                      + "\(settings.externalPerBatch) external calls")
+        if settings.mode == "short" {
+            lines.append("mode: short (benchmark/run --short): every section with tiny sizes, to check that it runs; "
+                         + "not figures to judge by")
+        }
+        if let sizes = issue15?.scale?.sizes, !sizes.isEmpty {
+            let fastest = issue15?.scale?.trial?.approaches.filter { $0.id != "raw.64.session" }.map(\.projectedMinutes).min()
+            lines.append("scale: the login collection holding \(sizes.map { grouped($0.items) }.joined(separator: ", ")) items, "
+                         + "written as gnome-keyring's keyring file (daemon restarted)")
+            if let fastest, let largest = sizes.map(\.items).max() {
+                lines.append("  instead of stored one by one: ≈ \(formatMinutes(fastest)) for \(grouped(largest)), each write "
+                             + "costing in proportion to the items present (see the trial)")
+            }
+        }
         lines.append("")
         let header = column("operation", 50) + column("median", 11, right: true) + column("p95", 11, right: true)
             + column("× raw", 9, right: true) + column("× floor", 9, right: true) + column("n", 6, right: true)
@@ -206,9 +227,30 @@ extension Report {
                          + "\(memory.rssAfterAllBytes / 1024) KiB; growth: \(memory.growthBytes / 1024) KiB")
         }
 
+        if let issue15 {
+            lines += issue15.text
+        }
+
         lines.append("")
         lines.append("Targets (issue 5):")
-        for target in targets {
+        lines += Self.targetLines(targets.filter { $0.issue == 5 })
+        if let one = concurrency.first(where: { $0.operation == "save" && $0.tasks == 1 })?.opsPerSecond,
+           let sixteen = concurrency.first(where: { $0.operation == "save" && $0.tasks == 16 })?.opsPerSecond, one > 0 {
+            lines.append("  info  save with 16 tasks: \(formatRatio(sixteen / one)) the ops/s of 1 task (not a target: "
+                         + "gnome-keyring serializes writes and rewrites its file on each)")
+        }
+        if let issue15 {
+            lines += issue15.targetText(targets.filter { $0.issue == 15 })
+        }
+        lines.append("")
+        lines.append(String(format: "The run took %.0f s.", durationSeconds))
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line per target: PASS, FAIL or N/A (not measured), what, the measured value, and by how
+    /// much a failure missed.
+    static func targetLines(_ targets: [Target]) -> [String] {
+        targets.map { target in
             let verdict = target.pass.map { $0 ? "PASS" : "FAIL" } ?? "N/A "
             let measured = target.measured.map { value in
                 target.unit == "ratio" ? formatRatio(value) : String(format: "%.2f %@", value, target.unit)
@@ -219,16 +261,8 @@ extension Report {
                 line += String(format: " (%.0f%% %@ the limit)", over * 100,
                                target.comparison == "at_most" ? "over" : "under")
             }
-            lines.append(line)
+            return line
         }
-        if let one = concurrency.first(where: { $0.operation == "save" && $0.tasks == 1 })?.opsPerSecond,
-           let sixteen = concurrency.first(where: { $0.operation == "save" && $0.tasks == 16 })?.opsPerSecond, one > 0 {
-            lines.append("  info  save with 16 tasks: \(formatRatio(sixteen / one)) the ops/s of 1 task (not a target: "
-                         + "gnome-keyring serializes writes and rewrites its file on each)")
-        }
-        lines.append("")
-        lines.append(String(format: "The run took %.0f s.", durationSeconds))
-        return lines.joined(separator: "\n")
     }
 
     /// Tab-separated data for the latency plot, in table order: label, median µs, p95 µs, group

@@ -58,21 +58,6 @@ func timed(_ body: () async throws -> Void) async rethrows -> Duration {
     return clock.now - start
 }
 
-/// A small, seedable random number generator (SplitMix64), so a run's order can be reproduced.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Formats a latency for the table: µs below 1 ms, ms above.
 func formatLatency(_ seconds: Double?) -> String {
     guard let seconds else { return "—" }
@@ -94,4 +79,20 @@ func column(_ text: String, _ width: Int, right: Bool = false) -> String {
     if count >= width { return text }
     let padding = String(repeating: " ", count: width - count)
     return right ? padding + text : text + padding
+}
+
+/// A count with thousands separators, as the report writes them: 5000 → "5,000".
+func grouped(_ number: Int) -> String {
+    let digits = Array(String(number.magnitude))
+    var text = ""
+    for (index, digit) in digits.enumerated() {
+        if index > 0, (digits.count - index) % 3 == 0 { text.append(",") }
+        text.append(digit)
+    }
+    return (number < 0 ? "-" : "") + text
+}
+
+/// Minutes as the report shows them: seconds below one minute.
+func formatMinutes(_ minutes: Double) -> String {
+    minutes < 1 ? String(format: "%.1f s", minutes * 60) : String(format: "%.1f min", minutes)
 }

@@ -29,6 +29,18 @@ int cbl_connect(char **error);
 int cbl_store(const char *collection, const char *service, const char *account, const char *secret,
               char **error);
 
+/// Drops libsecret's process-wide SecretService (secret_service_disconnect) and connects again:
+/// after the provider was restarted, the cached one holds a session the new provider does not
+/// know. Returns 0, or -1 and *error.
+int cbl_reconnect(char **error);
+
+/// Stores `count` secrets at once with libsecret's asynchronous secret_password_storev (item i:
+/// accounts[i], secrets[i]), at most `in_flight` outstanding, on a GMainContext of its own that
+/// the calling thread iterates until the last callback ran: what a C program storing many items
+/// at once would write. Returns 0, or -1 and *error (the first failure; the others still finish).
+int cbl_store_concurrently(const char *collection, const char *service, const char *const *accounts,
+                           const char *const *secrets, size_t count, size_t in_flight, char **error);
+
 /// secret_password_lookupv_binary_sync. Returns 1 when found (its length in *length), 0 when
 /// there is no item, -1 and *error on failure.
 int cbl_lookup(const char *service, const char *account, size_t *length, char **error);

@@ -1,0 +1,104 @@
+import BenchmarkSupport
+import Foundation
+
+/// Issue 15's cold start: whole processes, each started through `spawn-measure` (which reports its
+/// wall time and peak RSS; see its header for why a launcher of its own), in rounds that run every
+/// command once in a shuffled order, after one untimed warm-up round (page cache). Medians per
+/// command; ratios are of medians from the same rounds.
+struct ColdStartBenchmark {
+    /// One command line to time.
+    struct Command: Sendable {
+        var id: String
+        var label: String
+        var arguments: [String]
+        /// The exit status it must end with (`secret-tool --help` exits 2).
+        var expectedStatus: Int32 = 0
+        /// Its stderr goes to /dev/null (`secret-tool --help` prints its usage there).
+        var quiet = false
+    }
+
+    /// What one command measured.
+    struct Result: Codable, Sendable {
+        var id: String
+        var label: String
+        var command: String
+        var runs: Int
+        var medianMilliseconds: Double?
+        var p95Milliseconds: Double?
+        /// The median of the runs' ru_maxrss.
+        var medianMaxRssKib: Double?
+        var largestMaxRssKib: Int?
+    }
+
+    let launcher: String
+    let commands: [Command]
+    let rounds: Int
+
+    func run(worker: BlockingThread, seed: UInt64, progress: (String) -> Void) async throws -> [Result] {
+        var random = SplitMix64(seed: seed)
+        var wall: [String: Samples] = [:]
+        var rss: [String: [Int]] = [:]
+        for round in 0...rounds {
+            if round == 0 { progress("cold start: warm-up round") }
+            if round > 0, round % 10 == 0 || round == rounds { progress("cold start: round \(round)/\(rounds)") }
+            for command in commands.shuffled(using: &random) {
+                let (elapsed, maxRSS) = try await measure(command, worker: worker)
+                guard round > 0 else { continue }
+                wall[command.id, default: Samples()].append(seconds: elapsed)
+                rss[command.id, default: []].append(maxRSS)
+            }
+        }
+        return commands.map { command in
+            let times = wall[command.id] ?? Samples()
+            var peaks = Samples()
+            (rss[command.id] ?? []).forEach { peaks.append(seconds: Double($0)) }
+            return Result(id: command.id, label: command.label, command: command.arguments.joined(separator: " "),
+                          runs: times.count, medianMilliseconds: times.median.map { $0 * 1e3 },
+                          p95Milliseconds: times.p95.map { $0 * 1e3 }, medianMaxRssKib: peaks.median,
+                          largestMaxRssKib: rss[command.id]?.max())
+        }
+    }
+
+    /// One run: (wall seconds, ru_maxrss KiB).
+    private func measure(_ command: Command, worker: BlockingThread) async throws -> (Double, Int) {
+        let arguments = [launcher] + (command.quiet ? ["--quiet"] : []) + command.arguments
+        let line = try await worker.run { () throws -> String? in
+            let process = try ChildProcess.start(arguments)
+            let line = process.readLine()
+            _ = process.finish()
+            return line
+        }
+        let fields = (line ?? "").split(separator: " ").compactMap { Int64($0) }
+        guard fields.count == 3 else {
+            throw BenchmarkError("spawn-measure \(command.arguments.joined(separator: " ")): no measurement (\(line ?? "no output"))")
+        }
+        guard fields[0] == command.expectedStatus else {
+            throw BenchmarkError("\(command.arguments.joined(separator: " ")) exited with status \(fields[0]), "
+                                 + "not \(command.expectedStatus)")
+        }
+        return (Double(fields[1]) * 1e-9, Int(fields[2]))
+    }
+
+    /// The commands of issue 15: the spawn floor, `secret-tool lookup` and `--help`, coldstart-get,
+    /// and `get --account` and `--help` of each ping-keyring build, all on the item of `account`.
+    static func commands(account: String, secretTool: String, coldStartGet: String,
+                         pingKeyring: [(label: String, path: String)]) -> [Command] {
+        var commands = [
+            Command(id: "floor.true", label: "/bin/true (the launcher's floor)", arguments: ["/bin/true"]),
+            Command(id: "secret-tool.lookup", label: "secret-tool lookup",
+                    arguments: [secretTool, "lookup", "service", Bench.service, "account", account]),
+            Command(id: "secret-tool.help", label: "secret-tool --help", arguments: [secretTool, "--help"],
+                    expectedStatus: 2, quiet: true),
+            Command(id: "coldstart-get", label: "coldstart-get (KeychainStorage<Token>.get)",
+                    arguments: [coldStartGet, account]),
+        ]
+        for (index, build) in pingKeyring.enumerated() {
+            let suffix = index == 0 ? "" : ".\(index)"
+            commands.append(Command(id: "ping-keyring.get\(suffix)", label: "ping-keyring get --account (\(build.label))",
+                                    arguments: [build.path, "get", "--account", account, "--service", Bench.service]))
+            commands.append(Command(id: "ping-keyring.help\(suffix)", label: "ping-keyring --help (\(build.label))",
+                                    arguments: [build.path, "--help"]))
+        }
+        return commands
+    }
+}
