@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PingStorage
 
 /// The doctor's checks when the items are in a sandbox's file keyring: the portal that unlocks

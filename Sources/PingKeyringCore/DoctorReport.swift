@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PingStorage
 import PingStorageCrypto
 import SecretService
@@ -90,7 +94,7 @@ struct DoctorReport: Sendable, Equatable {
             case .fail: "FAIL"
             case .skip: "skip"
             }
-            text += "\(mark)  \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            text += "\(mark)  \(check.title + String(repeating: " ", count: max(0, width - check.title.count)))  \(check.detail)\n"
             if let details = check.technicalDetail {
                 text += String(repeating: " ", count: width + 8) + "details: \(details)\n"
             }

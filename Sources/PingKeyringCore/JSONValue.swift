@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A JSON document as `--json` prints it: object members in a fixed, documented order and
 /// `null` written out rather than left out, so a field's presence never depends on the data.

@@ -1,5 +1,9 @@
 import PingStorage
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The `ping-keyring` command-line tool, as a function from arguments to output: parsing,
 /// running the command against the keyring, formatting (human or `--json`) and the exit status.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import PingStorage
 import PingStorageCrypto
 import SecretService
@@ -32,7 +36,7 @@ enum Encryption: String, Sendable, Equatable {
     /// UTF-8 text without NUL that parses as one JSON value (fragments such as `"text"` included).
     static func isJSONText(_ bytes: Data) -> Bool {
         guard !bytes.isEmpty, !bytes.contains(0), String(data: bytes, encoding: .utf8) != nil else { return false }
-        return (try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed])) != nil
+        return (try? JSONDecoder().decode(AnyJSON.self, from: bytes)) != nil
     }
 
     /// What human output shows; `keyID` is the envelope's, for ``yes``.
@@ -266,5 +270,30 @@ struct DeleteReport: Sendable, Equatable {
         (backend?.humanLine ?? "") + (deleted
             ? "Deleted the item of account '\(account)' (service \(service)).\n"
             : "No item for account '\(account)' (service \(service)): nothing to delete.\n")
+    }
+}
+
+/// Decodes any one JSON value, fragments included, and keeps nothing: a validator that needs only
+/// FoundationEssentials' `JSONDecoder` (`JSONSerialization` would load Foundation and ICU).
+private struct AnyJSON: Decodable {
+    init(from decoder: any Decoder) throws {
+        if var array = try? decoder.unkeyedContainer() {
+            while !array.isAtEnd { _ = try array.decode(AnyJSON.self) }
+        } else if let object = try? decoder.container(keyedBy: AnyKey.self) {
+            for key in object.allKeys { _ = try object.decode(AnyJSON.self, forKey: key) }
+        } else {
+            let value = try decoder.singleValueContainer()
+            if value.decodeNil() { return }
+            if (try? value.decode(Bool.self)) != nil { return }
+            if (try? value.decode(Double.self)) != nil { return }
+            _ = try value.decode(String.self)
+        }
+    }
+
+    private struct AnyKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }

@@ -1,17 +1,56 @@
 // ping-keyring: inspect and manage what PingStorage keeps in the keyring (Secret Service or file keyring).
-// Everything but writing the result out lives in PingKeyringCore (`ping-keyring --help`).
+// Everything but reading stdin and writing the result out lives in PingKeyringCore (`ping-keyring --help`).
+// FoundationEssentials, not Foundation: loading Foundation and ICU would cost most of a `--help`.
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import PingKeyringCore
+
+/// Writes all of `bytes` to `descriptor`, retrying short writes and EINTR; gives up on other errors
+/// (a closed pipe: there is no one left to tell).
+func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) {
+    let bytes = Array(bytes)
+    var written = 0
+    while written < bytes.count {
+        let result = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, bytes.count - written) }
+        if result > 0 {
+            written += result
+        } else if result < 0 && errno == EINTR {
+            continue
+        } else {
+            return
+        }
+    }
+}
+
+/// All of standard input, up to end of file (or a read error, which ends the value there).
+func readStandardInput() -> Data {
+    var input = Data()
+    var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+    while true {
+        let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress!, $0.count) }
+        if count > 0 {
+            input.append(contentsOf: chunk[..<count])
+        } else if count < 0 && errno == EINTR {
+            continue
+        } else {
+            return input
+        }
+    }
+}
 
 let outcome = await PingKeyring.run(
     arguments: Array(CommandLine.arguments.dropFirst()),
     environment: ProcessInfo.processInfo.environment,
     readInput: {
         if isatty(STDIN_FILENO) == 1 {
-            FileHandle.standardError.write(Data("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8))
+            writeAll("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8, to: STDERR_FILENO)
         }
-        return FileHandle.standardInput.readDataToEndOfFile()
+        return readStandardInput()
     })
-FileHandle.standardOutput.write(outcome.standardOutput)
-FileHandle.standardError.write(Data(outcome.standardError.utf8))
+writeAll(outcome.standardOutput, to: STDOUT_FILENO)
+writeAll(outcome.standardError.utf8, to: STDERR_FILENO)
 exit(outcome.status)
