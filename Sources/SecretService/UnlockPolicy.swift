@@ -65,7 +65,8 @@ extension SecretServiceClient {
         }
     }
 
-    /// The object path of `collection`: aliases are read once per session.
+    /// The object path of `collection`: aliases are read once per session (concurrent callers share
+    /// the read).
     /// - Throws: `.collectionNotFound`, naming the collections that exist.
     func resolve(_ collection: CollectionReference, _ session: ProviderSession,
                  _ deadline: Deadline) async throws(SecretServiceError) -> ObjectPath {
@@ -82,9 +83,11 @@ extension SecretServiceClient {
             }
             path = given
         } else {
-            let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias", .tuple([.string(key)]),
-                                               operation: operation, deadline: deadline).body("(o)", in: operation)
-            path = ObjectPath(trusted: reply.child(0).string)
+            path = try await session.aliasRead(key).value(operation: operation, deadline: deadline) { deadline throws(SecretServiceError) in
+                let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias", .tuple([.string(key)]),
+                                                   operation: operation, deadline: deadline).body("(o)", in: operation)
+                return ObjectPath(trusted: reply.child(0).string)
+            }
             guard path != .none else {
                 throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
             }
