@@ -208,8 +208,8 @@ enum KeyringCommands {
     /// `encrypt`, sealed by `SecuredKeyEncryptor(configuration:)` exactly as an app's
     /// `KeychainStorage(account:encryptor:configuration:)` would (bound to the service and account).
     static func save(account: String, service: String, encrypt: Bool, settings: KeyringSettings,
-                     input: () -> Data) async throws(ToolError) -> SaveReport {
-        let value = trimmingWhitespace(input())
+                     input: () async -> Data) async throws(ToolError) -> SaveReport {
+        let value = trimmingWhitespace(await input())
         guard !value.isEmpty else {
             throw ToolError(
                 kind: "invalidInput",

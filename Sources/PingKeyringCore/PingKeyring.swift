@@ -27,21 +27,45 @@ public enum PingKeyring {
     /// - Returns: the output and exit status; never throws: every failure is an error message and
     ///   a non-zero status.
     public static func run(arguments: [String], environment: [String: String],
-                           readInput: () -> Data) async -> Outcome {
+                           readInput: () async -> Data) async -> Outcome {
         let invocation: Invocation
         do {
             invocation = try ArgumentParser.parse(arguments)
         } catch {
             return failure(error, json: ArgumentParser.requestsJSON(arguments))
         }
+        if let outcome = immediateOutcome(of: invocation) { return outcome }
+        guard case .run(let command, let options) = invocation else { preconditionFailure("answered above") }
+        return await execute(command, options, environment: environment, readInput: readInput)
+    }
+
+    /// The outcome of a command line that needs neither the keyring nor Swift concurrency: a usage
+    /// error, `--help`, `--version`, `completion` and `manual`; nil for every other command.
+    ///
+    /// The executable answers these before it starts the async runtime, so `ping-keyring --help`
+    /// costs what a synchronous program costs to start. ``run(arguments:environment:readInput:)``
+    /// gives the same outcome for them.
+    public static func outcomeWithoutTheKeyring(arguments: [String]) -> Outcome? {
+        do {
+            return immediateOutcome(of: try ArgumentParser.parse(arguments))
+        } catch {
+            return failure(error, json: ArgumentParser.requestsJSON(arguments))
+        }
+    }
+
+    private static func immediateOutcome(of invocation: Invocation) -> Outcome? {
         switch invocation {
         case .help(let name):
             let text = name.flatMap(CommandTable.command(named:)).map(CommandTable.help(for:)) ?? CommandTable.overview
             return success(Data(text.utf8))
         case .version:
             return success(Data(versionLine.utf8))
-        case .run(let command, let options):
-            return await execute(command, options, environment: environment, readInput: readInput)
+        case .run(.completion(let shell), _):
+            return success(Data((shell == "zsh" ? ZshCompletion.script : BashCompletion.script).utf8))
+        case .run(.manual, _):
+            return success(Data(ManPage.page.utf8))
+        case .run:
+            return nil
         }
     }
 
@@ -49,7 +73,7 @@ public enum PingKeyring {
     static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }
 
     private static func execute(_ command: Command, _ options: GlobalOptions, environment: [String: String],
-                                readInput: () -> Data) async -> Outcome {
+                                readInput: () async -> Data) async -> Outcome {
         let settings = KeyringSettings(options)
         do {
             switch command {
@@ -68,10 +92,8 @@ public enum PingKeyring {
             case .delete(let account, let service):
                 let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
                 return success(Data((options.json ? report.json.document : report.human).utf8))
-            case .completion(let shell):
-                return success(Data((shell == "zsh" ? ZshCompletion.script : BashCompletion.script).utf8))
-            case .manual:
-                return success(Data(ManPage.page.utf8))
+            case .completion, .manual:
+                preconditionFailure("answered by immediateOutcome(of:)")
             case .doctor:
                 let report = await Doctor.run(LiveDoctorEnvironment(settings: settings, environment: environment))
                 return Outcome(standardOutput: Data((options.json ? report.json.document : report.human).utf8),

@@ -6,6 +6,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Dispatch
 import Glibc
 import PingKeyringCore
 
@@ -26,7 +27,15 @@ func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) {
     }
 }
 
-/// All of standard input, up to end of file (or a read error, which ends the value there).
+/// All of standard input, read on a queue of its own: a terminal waits for the user, and that wait
+/// must not hold the main actor or a cooperative-pool thread.
+func readStandardInputOffTheExecutors() async -> Data {
+    await withCheckedContinuation { continuation in
+        DispatchQueue(label: "ping-keyring.stdin").async { continuation.resume(returning: readStandardInput()) }
+    }
+}
+
+/// All of standard input, up to end of file (or a read error, which ends the value there); blocks.
 func readStandardInput() -> Data {
     var input = Data()
     var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -42,15 +51,34 @@ func readStandardInput() -> Data {
     }
 }
 
-let outcome = await PingKeyring.run(
-    arguments: Array(CommandLine.arguments.dropFirst()),
-    environment: ProcessInfo.processInfo.environment,
-    readInput: {
-        if isatty(STDIN_FILENO) == 1 {
-            writeAll("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8, to: STDERR_FILENO)
+/// The entry point. Synchronous on purpose: `--help`, `--version`, `completion`, `manual` and usage
+/// errors are answered before Swift concurrency starts (its executor threads cost about 2 ms of a
+/// 10 ms run); the other commands run as a main-actor task while the main thread serves the main
+/// queue; `save` reads stdin on a queue of its own.
+@main
+enum PingKeyringMain {
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if let outcome = PingKeyring.outcomeWithoutTheKeyring(arguments: arguments) {
+            finish(outcome)
         }
-        return readStandardInput()
-    })
-writeAll(outcome.standardOutput, to: STDOUT_FILENO)
-writeAll(outcome.standardError.utf8, to: STDERR_FILENO)
-exit(outcome.status)
+        Task { @MainActor in
+            finish(await PingKeyring.run(
+                arguments: arguments,
+                environment: ProcessInfo.processInfo.environment,
+                readInput: { @Sendable in
+                    if isatty(STDIN_FILENO) == 1 {
+                        writeAll("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8, to: STDERR_FILENO)
+                    }
+                    return await readStandardInputOffTheExecutors()
+                }))
+        }
+        dispatchMain()
+    }
+
+    static func finish(_ outcome: PingKeyring.Outcome) -> Never {
+        writeAll(outcome.standardOutput, to: STDOUT_FILENO)
+        writeAll(outcome.standardError.utf8, to: STDERR_FILENO)
+        exit(outcome.status)
+    }
+}
