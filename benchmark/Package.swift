@@ -28,7 +28,8 @@ let package = Package(
             ]
         ),
         // Helper processes of the cold-start and memory sections (the benchmark starts them).
-        // A fresh process doing one KeychainStorage<Token>.get: an app's cold start.
+        // A fresh process doing one KeychainStorage<Token>.get: an app's cold start. benchmark/run
+        // builds it as ping-keyring ships (--static-swift-stdlib), so the two cold-start rows compare.
         .executableTarget(name: "coldstart-get",
                           dependencies: ["BenchmarkSupport", .product(name: "PingStorage", package: "PingStorage")]),
         // A process holding KeychainStorage instances for N accounts: its RSS per account.

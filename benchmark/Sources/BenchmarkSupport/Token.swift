@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Glibc
 import PingStorage
 
 /// The item every contender stores: an OIDC-like token set whose JSON is about `size` bytes
