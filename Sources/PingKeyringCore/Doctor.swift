@@ -158,13 +158,7 @@ enum Doctor {
         // 7: the encryption key: a search (no unlock, no prompt) and a read of each key item,
         // when the collection is there, unlocked and the transport encrypted (the probe need not pass).
         if keyringUsable {
-            let keys: Result<[EncryptionKeyItem], ToolError>
-            do {
-                keys = .success(try await environment.encryptionKeys())
-            } catch {
-                keys = .failure(error)
-            }
-            checks.append(encryptionKeyCheck(keys))
+            checks.append(await encryptionKeyCheck(environment))
         } else {
             checks.append(.skip("encryptionKey", "encryption key", "an earlier check failed"))
         }
@@ -172,6 +166,15 @@ enum Doctor {
     }
 
     /// The encryption key line: the keys present (or none yet), each of the size of a key.
+    /// The encryption-key check on what `environment` finds (Secret Service or file keyring).
+    static func encryptionKeyCheck(_ environment: any DoctorEnvironment) async -> DoctorCheck {
+        do {
+            return encryptionKeyCheck(.success(try await environment.encryptionKeys()))
+        } catch {
+            return encryptionKeyCheck(.failure(error))
+        }
+    }
+
     static func encryptionKeyCheck(_ result: Result<[EncryptionKeyItem], ToolError>) -> DoctorCheck {
         let id = "encryptionKey", title = "encryption key"
         let items: [EncryptionKeyItem]

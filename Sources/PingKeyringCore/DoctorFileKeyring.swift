@@ -110,13 +110,7 @@ extension Doctor {
             checks.append(.fail("probe", "write/read/delete", error,
                                 fix: error.kind == "probeMismatch" ? Fix.probeMismatch : Fix.seeMessage))
         }
-        let keys: Result<[EncryptionKeyItem], ToolError>
-        do {
-            keys = .success(try await environment.encryptionKeys())
-        } catch {
-            keys = .failure(error)
-        }
-        checks.append(encryptionKeyCheck(keys))
+        checks.append(await encryptionKeyCheck(environment))
         return checks + skips
     }
 

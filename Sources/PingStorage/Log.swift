@@ -35,18 +35,38 @@ enum Log {
         emit(message) { $0.w($1, error: error) }
     }
 
-    /// Also receives every message, as logged (tests check that no secret reaches the log).
-    package static let observer = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// Also receive every message, as logged (tests check that no secret reaches the log). Several
+    /// at once: suites that run in parallel each watch their own.
+    private static let observers = Locked<[Int: LogObserver]>([:])
+    private static let nextObserver = Locked(0)
+
+    /// Sends every message from now on to `receive` too, until ``removeObserver(_:)`` with the
+    /// returned id.
+    package static func addObserver(_ receive: @escaping @Sendable (String) -> Void) -> Int {
+        let id = nextObserver.withLock { id in defer { id += 1 }; return id }
+        observers.withLock { $0[id] = LogObserver(receive: receive) }
+        return id
+    }
+
+    package static func removeObserver(_ id: Int) {
+        _ = observers.withLock { $0.removeValue(forKey: id) }
+    }
 
     private static func emit(_ message: () -> String, _ send: (any Logger, String) -> Void) {
         let logger = LogManager.logger
-        let observer = Self.observer.withLock { $0 }
+        let observers = Self.observers.withLock { Array($0.values) }
         // Nothing is built when nobody listens: the default logger drops everything.
-        guard observer != nil || !(logger is NoneLogger) else { return }
+        guard !observers.isEmpty || !(logger is NoneLogger) else { return }
         let text = "PingStorage: " + message()
         send(logger, text)
-        observer?(text)
+        for observer in observers { observer.receive(text) }
     }
+}
+
+/// A receiver of every message ``Log`` emits (for tests). A struct, not a bare closure: see
+/// ``Locked`` on why.
+private struct LogObserver: Sendable {
+    let receive: @Sendable (String) -> Void
 }
 
 extension Duration {

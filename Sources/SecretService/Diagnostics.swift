@@ -37,12 +37,16 @@ public struct SecretServiceDiagnostic: Sendable, Hashable, CustomStringConvertib
 /// Thread-safety: set it from any thread; the receiver is called from any thread, including the
 /// library's own D-Bus thread, so it must return quickly and never block.
 public enum SecretServiceDiagnostics {
-    private static let receiver = Locked<(@Sendable (SecretServiceDiagnostic) -> Void)?>(nil)
+    /// The handler in a struct: see ``Locked`` on why a bare closure must not be stored there.
+    private struct Receiver: Sendable {
+        let receive: @Sendable (SecretServiceDiagnostic) -> Void
+    }
+    private static let receiver = Locked<Receiver?>(nil)
 
     /// The receiver of every event; nil (the default) drops them without building their messages.
     public static var handler: (@Sendable (SecretServiceDiagnostic) -> Void)? {
-        get { receiver.withLock { $0 } }
-        set { receiver.withLock { $0 = newValue } }
+        get { receiver.withLock { $0 }?.receive }
+        set { receiver.withLock { $0 = newValue.map(Receiver.init) } }
     }
 
     /// Sets `handler` unless one is set already; true when it was set.
@@ -50,7 +54,7 @@ public enum SecretServiceDiagnostics {
     public static func setHandlerIfNone(_ handler: @escaping @Sendable (SecretServiceDiagnostic) -> Void) -> Bool {
         receiver.withLock { current in
             guard current == nil else { return false }
-            current = handler
+            current = Receiver(receive: handler)
             return true
         }
     }
@@ -58,7 +62,7 @@ public enum SecretServiceDiagnostics {
     /// Reports an event; `message` is built only when someone listens.
     static func report(_ level: SecretServiceDiagnostic.Level, _ message: @autoclosure () -> String) {
         guard let handler = receiver.withLock({ $0 }) else { return }
-        handler(SecretServiceDiagnostic(level, message()))
+        handler.receive(SecretServiceDiagnostic(level, message()))
     }
 }
 

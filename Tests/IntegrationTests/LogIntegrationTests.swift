@@ -10,8 +10,8 @@ extension Integration {
         @Test func providerEventsReachTheLogAndSecretsNever() async throws {
             try Harness.requireHarness()
             let lines = Locked<[String]>([])
-            Log.observer.withLock { $0 = { line in lines.withLock { $0.append(line) } } }
-            defer { Log.observer.withLock { $0 = nil } }
+            let observer = Log.addObserver { line in lines.withLock { $0.append(line) } }
+            defer { Log.removeObserver(observer) }
             let marker = "s3cret-\(UUID().uuidString)"
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account, encryptor: SecuredKeyEncryptor() ?? NoEncryptor())

@@ -8,8 +8,9 @@ import Testing
 /// Collects every message PingStorage logs while it is installed.
 private final class LogRecorder: Sendable {
     let lines = Locked<[String]>([])
-    func install() { Log.observer.withLock { $0 = { [lines] line in lines.withLock { $0.append(line) } } } }
-    func uninstall() { Log.observer.withLock { $0 = nil } }
+    let id = Locked<Int?>(nil)
+    func install() { id.withLock { $0 = Log.addObserver { [lines] line in lines.withLock { $0.append(line) } } } }
+    func uninstall() { id.withLock { $0 }.map(Log.removeObserver) }
     var all: [String] { lines.withLock { $0 } }
 }
 
