@@ -75,6 +75,6 @@ enum JSONValue: Sendable {
 enum Timestamp {
     /// `2026-11-29T13:41:31Z`.
     static func iso8601(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
     }
 }
