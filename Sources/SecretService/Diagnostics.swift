@@ -31,8 +31,8 @@ public struct SecretServiceDiagnostic: Sendable, Hashable, CustomStringConvertib
     public var description: String { "\(level): \(message)" }
 }
 
-/// Where SecretService's diagnostic events go: nowhere until a receiver is set (PingStorage sets
-/// one that forwards to the SDK's logger).
+/// Where SecretService's diagnostic events go: nowhere until a receiver is set (a layer above
+/// sets one that forwards to its logger).
 ///
 /// Thread-safety: set it from any thread; the receiver is called from any thread, including the
 /// library's own D-Bus thread, so it must return quickly and never block.

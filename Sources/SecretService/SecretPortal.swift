@@ -21,7 +21,7 @@ extension SecretServiceClient {
         let deadline = callDeadline()
         let bus = try await link.busConnection(deadline: deadline)
         let portal = try await portalOwner(bus, operation, deadline)
-        let token = "pingstorage_\(UInt64.random(in: 0...UInt64.max))"
+        let token = "secretservice_\(UInt64.random(in: 0...UInt64.max))"
         let sender = String(bus.uniqueName.dropFirst().map { $0 == "." ? "_" : $0 })
         let request = try ObjectPath("/org/freedesktop/portal/desktop/request/\(sender)/\(token)")
         // Routed to us only with a match rule; sent before the call, so it is in place first.

@@ -25,7 +25,8 @@ struct WaiterTests {
         let ends = Counter()
         let waiter = OneShot<Int>(operation: "late", deadline: Deadline(timeout: .milliseconds(50)))
         waiter.onEnd { _ in ends.increment() }
-        _ = await waiter.wait()
+        guard case .failure(let error) = await waiter.wait() else { Issue.record("expected the deadline to end the wait"); return }
+        #expect(error.code == .timedOut)
         #expect(waiter.finish(.success(1)) == false, "the wait already ended")
         #expect(waiter.hasEnded)
         #expect(ends.value == 1)

@@ -31,7 +31,10 @@ GQuark clibsecret_dbus_error_quark(void);
 // under the service's own mutex and may be called from any thread.
 //
 // Must be called on the thread whose thread-default main context is to run the callback.
-// The GType is registered in clibsecret.c (G_DEFINE_TYPE: registered once, thread-safely).
+// The GType is registered in clibsecret.c (G_DEFINE_TYPE: registered once, thread-safely). Never
+// define it in this header: a `static` there is one copy per importing module, and the second
+// module's registration of the same name fails (GType 0).
+GType clibsecret_session_get_type(void);
 void clibsecret_session_open(GDBusConnection *connection, const char *owner,
                              GCancellable *cancellable, GAsyncReadyCallback callback,
                              gpointer user_data);
