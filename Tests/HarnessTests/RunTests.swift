@@ -52,7 +52,7 @@ struct RunTests {
     }
 
     @Test func theTestCommandInstallsBuildHarnessClientsAndFakeService() async throws {
-        // What the Dockerfile runs: the same needs as `dbus-test/run --isolated swift test`.
+        // The Dockerfile's and .ci/run's first install line.
         let system = try StubSystem(os: .debian, commands: ["swift"])
         defer { system.remove() }
         let outcome = try await system.run("run", ["--install-only", "--isolated", "swift", "test"])
