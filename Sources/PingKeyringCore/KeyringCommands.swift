@@ -208,8 +208,15 @@ enum KeyringCommands {
     /// `encrypt`, sealed by `SecuredKeyEncryptor(configuration:)` exactly as an app's
     /// `KeychainStorage(account:encryptor:configuration:)` would (bound to the service and account).
     static func save(account: String, service: String, encrypt: Bool, settings: KeyringSettings,
-                     input: () async -> Data) async throws(ToolError) -> SaveReport {
-        let value = trimmingWhitespace(await input())
+                     input: () async throws(PingKeyring.InputFailure) -> Data) async throws(ToolError) -> SaveReport {
+        let raw: Data
+        do {
+            raw = try await input()
+        } catch {
+            throw ToolError(kind: "invalidInput",
+                            message: "could not read the value from stdin (\(error.reason)). Nothing was saved.")
+        }
+        let value = trimmingWhitespace(raw)
         guard !value.isEmpty else {
             throw ToolError(
                 kind: "invalidInput",

@@ -9,6 +9,14 @@ import Foundation
 /// running the command against the keyring, formatting (human or `--json`) and the exit status.
 /// The executable only writes the result out, so everything here can be tested.
 public enum PingKeyring {
+    /// Standard input could not be read to its end (`reason` is the system's message).
+    public struct InputFailure: Error, Sendable {
+        /// Why, e.g. "Input/output error".
+        public var reason: String
+        /// - Parameter reason: why the input could not be read.
+        public init(reason: String) { self.reason = reason }
+    }
+
     /// What the process writes and how it exits.
     public struct Outcome: Sendable, Equatable {
         /// Bytes for stdout (bytes, because `get --raw` prints the value exactly as stored).
@@ -23,11 +31,12 @@ public enum PingKeyring {
     /// Runs the command line `arguments` (without the program name).
     /// - Parameters:
     ///   - environment: the process environment (the doctor shows the bus address from it).
-    ///   - readInput: reads stdin to its end; called only by `save`, after the command line checked out.
+    ///   - readInput: reads stdin to its end, or throws when it cannot (then nothing is saved);
+    ///     called only by `save`, after the command line checked out.
     /// - Returns: the output and exit status; never throws: every failure is an error message and
     ///   a non-zero status.
     public static func run(arguments: [String], environment: [String: String],
-                           readInput: () async -> Data) async -> Outcome {
+                           readInput: () async throws(InputFailure) -> Data) async -> Outcome {
         let invocation: Invocation
         do {
             invocation = try ArgumentParser.parse(arguments)
@@ -73,7 +82,7 @@ public enum PingKeyring {
     static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }
 
     private static func execute(_ command: Command, _ options: GlobalOptions, environment: [String: String],
-                                readInput: () async -> Data) async -> Outcome {
+                                readInput: () async throws(InputFailure) -> Data) async -> Outcome {
         let settings = KeyringSettings(options)
         do {
             switch command {

@@ -29,24 +29,25 @@ func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) {
 
 /// All of standard input, read on a queue of its own: a terminal waits for the user, and that wait
 /// must not hold the main actor or a cooperative-pool thread.
-func readStandardInputOffTheExecutors() async -> Data {
-    await withCheckedContinuation { continuation in
+func readStandardInputOffTheExecutors() async throws(PingKeyring.InputFailure) -> Data {
+    try await withCheckedContinuation { continuation in
         DispatchQueue(label: "ping-keyring.stdin").async { continuation.resume(returning: readStandardInput()) }
-    }
+    }.get()
 }
 
-/// All of standard input, up to end of file (or a read error, which ends the value there); blocks.
-func readStandardInput() -> Data {
+/// All of standard input, up to end of file; blocks. A read error is a failure, never a value cut
+/// short.
+func readStandardInput() -> Result<Data, PingKeyring.InputFailure> {
     var input = Data()
     var chunk = [UInt8](repeating: 0, count: 64 * 1024)
     while true {
         let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress!, $0.count) }
         if count > 0 {
             input.append(contentsOf: chunk[..<count])
-        } else if count < 0 && errno == EINTR {
-            continue
-        } else {
-            return input
+        } else if count == 0 {
+            return .success(input)
+        } else if errno != EINTR {
+            return .failure(PingKeyring.InputFailure(reason: String(cString: strerror(errno))))
         }
     }
 }
@@ -66,11 +67,11 @@ enum PingKeyringMain {
             finish(await PingKeyring.run(
                 arguments: arguments,
                 environment: ProcessInfo.processInfo.environment,
-                readInput: { @Sendable in
+                readInput: { @Sendable () async throws(PingKeyring.InputFailure) -> Data in
                     if isatty(STDIN_FILENO) == 1 {
                         writeAll("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8, to: STDERR_FILENO)
                     }
-                    return await readStandardInputOffTheExecutors()
+                    return try await readStandardInputOffTheExecutors()
                 }))
         }
         dispatchMain()

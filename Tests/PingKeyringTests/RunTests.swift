@@ -55,6 +55,17 @@ struct RunTests {
         #expect((json["error"] as? [String: Any])?["kind"] as? String == "invalidInput")
     }
 
+    @Test func stdinThatCannotBeReadSavesNothingAndSaysWhy() async throws {
+        // A value cut short by a read error must never be stored: save fails before the keyring.
+        let outcome = await PingKeyring.run(arguments: ["save", "--account", "A", "--json"], environment: [:])
+        { () async throws(PingKeyring.InputFailure) -> Data in throw PingKeyring.InputFailure(reason: "Input/output error") }
+        #expect(outcome.status == 2)
+        #expect(outcome.standardError.contains(
+            "error: invalidInput: could not read the value from stdin (Input/output error). Nothing was saved."))
+        let json = try parseJSON(String(decoding: outcome.standardOutput, as: UTF8.self))
+        #expect((json["error"] as? [String: Any])?["kind"] as? String == "invalidInput")
+    }
+
     @Test func helpNoLongerSaysEncryptionIsMissing() {
         for command in CommandTable.commands {
             #expect(!CommandTable.help(for: command).contains("not available in this build"), "\(command.name)")
