@@ -217,9 +217,14 @@ extension Integration {
         func thousandConcurrentOperationsOnSharedAndSeparateAccounts() async throws {
             try Harness.requireHarness()
             let accounts = (0..<10).map { uniqueAccount("concurrent\($0)") }
-            let storages = accounts.map { KeychainStorage<String>(account: $0) }
+            // A call's deadline includes its wait for the account (about 100 calls queue on each)
+            // and gnome-keyring writes one item at a time: under ThreadSanitizer on 2 busy cores the
+            // last calls waited past 25 s. The point here is that nothing is lost or torn, so the
+            // deadline is generous.
+            let configuration = KeychainConfiguration(timeout: .seconds(180))
+            let storages = accounts.map { KeychainStorage<String>(account: $0, configuration: configuration) }
             // A second instance for the first account: instances share nothing but the keyring.
-            let twin = KeychainStorage<String>(account: accounts[0])
+            let twin = KeychainStorage<String>(account: accounts[0], configuration: configuration)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<1000 {
                     let slot = index % 10
