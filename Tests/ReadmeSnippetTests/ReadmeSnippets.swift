@@ -115,7 +115,7 @@ class FileStorageDelegate<T: Codable & Sendable>: StorageDelegate<T>, @unchecked
 static func run() async throws {
 #sourceLocation(file: "README.md", line: 132)
 
-let settings = FileStorageDelegate<Dog>(url: URL(fileURLWithPath: "/tmp/dog.json"), cacheable: true)
+let settings = FileStorageDelegate<Dog>(url: FileManager.default.temporaryDirectory.appendingPathComponent("dog.json"), cacheable: true)
 #sourceLocation()
 #sourceLocation(file: "README.md", line: 134)
 try await settings.delete()

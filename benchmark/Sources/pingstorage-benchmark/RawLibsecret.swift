@@ -37,6 +37,18 @@ enum RawLibsecret {
     }
 
     /// `secret_password_lookupv_binary_sync`; the secret's length, or nil when there is no item.
+    /// One untimed lookup of `account` (the warm-up every contender gets), then `count` timed ones.
+    /// - Throws: when a lookup fails or finds nothing.
+    static func timedLookups(account: String, count: Int) throws -> [Duration] {
+        _ = try lookup(account: account)
+        return try (0..<count).map { _ in
+            var length: Int?
+            let elapsed = try timed { length = try lookup(account: account) }
+            guard length != nil else { throw BenchmarkError("\(account): lookup found nothing") }
+            return elapsed
+        }
+    }
+
     static func lookup(account: String) throws -> Int? {
         var length = 0
         let found = try call { cbl_lookup(Bench.service, account, &length, $0) }
@@ -147,13 +159,7 @@ final class RawLibsecretContender: Sendable {
     private func lookups(_ account: String) async throws -> [Duration] {
         let count = sizes.reads
         return try await worker.run {
-            _ = try RawLibsecret.lookup(account: account)  // warm-up, as for every contender
-            return try (0..<count).map { _ in
-                var length: Int?
-                let elapsed = try timed { length = try RawLibsecret.lookup(account: account) }
-                guard length != nil else { throw BenchmarkError("\(account): lookup found nothing") }
-                return elapsed
-            }
+            try RawLibsecret.timedLookups(account: account, count: count)
         }
     }
 

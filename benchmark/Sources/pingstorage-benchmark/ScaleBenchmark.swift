@@ -184,13 +184,7 @@ final class ScaleBenchmark: Sendable {
     private func lookups(_ account: String) async throws -> [Duration] {
         let count = reads
         return try await worker.run {
-            _ = try RawLibsecret.lookup(account: account)
-            return try (0..<count).map { _ in
-                var length: Int?
-                let elapsed = try timed { length = try RawLibsecret.lookup(account: account) }
-                guard length != nil else { throw BenchmarkError("\(account): lookup found nothing") }
-                return elapsed
-            }
+            try RawLibsecret.timedLookups(account: account, count: count)
         }
     }
 
