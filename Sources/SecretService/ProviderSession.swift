@@ -11,9 +11,9 @@ final class ProviderSession: Sendable {
     let provider: SecretServiceProvider
     let kind: ProviderKind
     let crypto: SessionCrypto
-    private let aliases = Locked<[String: ObjectPath]>([:])
-    /// One ReadAlias in flight per alias: the two searches of a first `get` both resolve `default`.
-    private let aliasReads = Locked<[String: SharedWork<ObjectPath>]>([:])
+    /// Collection paths by alias (and by the path given, once checked): read once per session; the
+    /// two searches of a first `get` both resolve `default` and share the read.
+    let aliases = RememberedReads<ObjectPath>()
     private let lockStates = Locked<[ObjectPath: (locked: Bool, token: ChangeToken)]>([:])
 
     init(bus: BusConnection, provider: SecretServiceProvider, crypto: SessionCrypto) {
@@ -34,19 +34,6 @@ final class ProviderSession: Sendable {
               operation: String, deadline: Deadline) async throws(SecretServiceError) -> Reply {
         try await bus.call(MethodCall(destination: owner, path: path, interface: interface, member: member,
                                       arguments: arguments), operation: operation, deadline: deadline)
-    }
-
-    func cachedAlias(_ alias: String) -> ObjectPath? { aliases.withLock { $0[alias] } }
-    func remember(alias: String, path: ObjectPath) { aliases.withLock { $0[alias] = path } }
-    func forgetAliases() { aliases.withLock { $0 = [:] } }
-    /// The one shared read of `alias`, for callers that found it in no cache.
-    func aliasRead(_ alias: String) -> SharedWork<ObjectPath> {
-        aliasReads.withLock { reads in
-            if let read = reads[alias] { return read }
-            let read = SharedWork<ObjectPath>()
-            reads[alias] = read
-            return read
-        }
     }
 
     /// A collection's lock state, if it was read while nothing changed since (`Collection…`

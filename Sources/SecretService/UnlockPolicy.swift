@@ -65,34 +65,28 @@ extension SecretServiceClient {
         }
     }
 
-    /// The object path of `collection`: aliases are read once per session (concurrent callers share
-    /// the read).
+    /// The object path of `collection`: aliases are read (and given paths checked) once per session,
+    /// concurrent callers sharing the read.
     /// - Throws: `.collectionNotFound`, naming the collections that exist.
     func resolve(_ collection: CollectionReference, _ session: ProviderSession,
                  _ deadline: Deadline) async throws(SecretServiceError) -> ObjectPath {
         let operation = "find \(collection)"
-        let key = collection.aliasName ?? ""
-        if let cached = session.cachedAlias(key.isEmpty ? collection.description : key) { return cached }
-        let path: ObjectPath
-        if case .path(let given) = collection {
-            // A path must name a collection the provider has: otherwise a search "in" it would
-            // answer "nothing there" instead of "no such collection".
-            let known = try await collectionPaths(session, deadline)
-            guard known.contains(given) else {
-                throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
+        let path = try await session.aliases.value(for: collection.aliasName ?? collection.description,
+                                                   operation: operation, deadline: deadline) { [self] deadline throws(SecretServiceError) in
+            if case .path(let given) = collection {
+                // A path must name a collection the provider has: otherwise a search "in" it would
+                // answer "nothing there" instead of "no such collection".
+                return try await collectionPaths(session, deadline).contains(given) ? given : nil
             }
-            path = given
-        } else {
-            path = try await session.aliasRead(key).value(operation: operation, deadline: deadline) { deadline throws(SecretServiceError) in
-                let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias", .tuple([.string(key)]),
-                                                   operation: operation, deadline: deadline).body("(o)", in: operation)
-                return ObjectPath(trusted: reply.child(0).string)
-            }
-            guard path != .none else {
-                throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
-            }
+            let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias",
+                                               .tuple([.string(collection.aliasName ?? "")]),
+                                               operation: operation, deadline: deadline).body("(o)", in: operation)
+            let path = ObjectPath(trusted: reply.child(0).string)
+            return path == .none ? nil : path
         }
-        session.remember(alias: key.isEmpty ? collection.description : key, path: path)
+        guard let path else {
+            throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
+        }
         return path
     }
 
