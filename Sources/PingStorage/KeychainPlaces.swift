@@ -29,36 +29,35 @@ final class KeychainPlaces: Sendable {
         let place: KeychainPlace
         let choice: KeychainBackendChoice
     }
-    private let decided = Locked<[Key: Decision]>([:])
-    private let deciding = Locked<[Key: SharedWork<Decision>]>([:])
+    private let decisions = RememberedReads<Key, Decision>()
 
     /// The place of `configuration`'s items and why.
     /// - Throws: ``KeychainError`` (`.invalidArgument` for a bad `PINGSTORAGE_BACKEND`; in a
     ///   sandbox, the portal's error when neither backend is usable); `CancellationError`.
     func place(for configuration: KeychainConfiguration, by deadline: Deadline) async throws -> (KeychainPlace, KeychainBackendChoice) {
         let key = Key(configuration)
-        if let decision = decided.withLock({ $0[key] }) { return (decision.place, decision.choice) }
+        if let decision = decisions.remembered(key) { return (decision.place, decision.choice) }
+        let rule = try BackendRule.current(configuration.backend)
         let decision: Decision
-        switch try BackendRule.current(configuration.backend) {
-        case .decided(let choice):
-            switch choice.kind {
-            case .secretService: decision = Decision(place: .secretService, choice: choice)
-            case .fileKeyring(let path):
-                decision = Decision(place: .file(FileKeychain.shared(path: path, configuration: configuration)), choice: choice)
-            }
-        case .sandboxed(let path):
-            let work = deciding.withLock { $0[key, default: SharedWork()] }
-            do {
-                decision = try await work.value(operation: "choose where to keep the app's secrets", deadline: deadline) {
-                    deadline throws(SecretServiceError) in
+        do {
+            decision = try await decisions.value(for: key, operation: "choose where to keep the app's secrets", deadline: deadline) {
+                deadline throws(SecretServiceError) in
+                let decision = switch rule {
+                case .decided(let choice):
+                    switch choice.kind {
+                    case .secretService: Decision(place: .secretService, choice: choice)
+                    case .fileKeyring(let path):
+                        Decision(place: .file(FileKeychain.shared(path: path, configuration: configuration)), choice: choice)
+                    }
+                case .sandboxed(let path):
                     try await Self.decideInSandbox(configuration, path: path, deadline: deadline)
                 }
-            } catch {
-                throw KeychainError.thrown(error)
+                Log.info("Items of service \(configuration.service) are kept in the \(decision.choice)")
+                return decision
             }
+        } catch {
+            throw KeychainError.thrown(error)
         }
-        decided.withLock { $0[key] = decision }
-        Log.info("Items of service \(configuration.service) are kept in the \(decision.choice)")
         return (decision.place, decision.choice)
     }
 

@@ -13,7 +13,7 @@ final class ProviderSession: Sendable {
     let crypto: SessionCrypto
     /// Collection paths by alias (and by the path given, once checked): read once per session; the
     /// two searches of a first `get` both resolve `default` and share the read.
-    let aliases = RememberedReads<ObjectPath>()
+    let aliases = RememberedReads<String, ObjectPath>(rememberingOnly: { $0 != .none })
     private let lockStates = Locked<[ObjectPath: (locked: Bool, token: ChangeToken)]>([:])
 
     init(bus: BusConnection, provider: SecretServiceProvider, crypto: SessionCrypto) {

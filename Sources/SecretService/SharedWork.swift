@@ -48,34 +48,38 @@ package final class SharedWork<Value: Sendable>: Sendable {
 /// read (``SharedWork``). The value is remembered inside the read, before any caller resumes, and a
 /// read that starts after another one ended looks again first; so a caller arriving at any moment
 /// finds the value or joins the read, and a key is read once, however its callers interleave.
-package final class RememberedReads<Value: Sendable>: Sendable {
+package final class RememberedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct State {
-        var values: [String: Value] = [:]
-        var reads: [String: SharedWork<Value?>] = [:]
+        var values: [Key: Value] = [:]
+        var reads: [Key: SharedWork<Value>] = [:]
     }
     private let state = Locked(State())
+    private let isWorthRemembering: @Sendable (Value) -> Bool
 
-    package init() {}
+    /// - Parameter isWorthRemembering: false for a value the next caller must read again (an alias
+    ///   that named nothing, say).
+    package init(rememberingOnly isWorthRemembering: @escaping @Sendable (Value) -> Bool = { _ in true }) {
+        self.isWorthRemembering = isWorthRemembering
+    }
 
-    /// The value remembered for `key`, or nil when it has not been read (or read as nothing).
-    package func remembered(_ key: String) -> Value? { state.withLock { $0.values[key] } }
+    /// The value remembered for `key`, or nil when it has not been read.
+    package func remembered(_ key: Key) -> Value? { state.withLock { $0.values[key] } }
 
     /// The value for `key`: remembered, or read by `read` (once, shared by concurrent callers).
-    /// A nil read is returned and not remembered, so the next caller reads again.
     /// - Throws: what `read` throws; `.timedOut` at the caller's own deadline; `.cancelled`.
-    package func value(for key: String, operation: String, deadline: Deadline,
-                       read: @escaping @Sendable (Deadline) async throws(SecretServiceError) -> Value?) async throws(SecretServiceError) -> Value? {
+    package func value(for key: Key, operation: String, deadline: Deadline,
+                       read: @escaping @Sendable (Deadline) async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
         if let value = remembered(key) { return value }
         let shared = state.withLock { state in
             if let shared = state.reads[key] { return shared }
-            let shared = SharedWork<Value?>()
+            let shared = SharedWork<Value>()
             state.reads[key] = shared
             return shared
         }
         return try await shared.value(operation: operation, deadline: deadline) { [self] deadline throws(SecretServiceError) in
             if let value = remembered(key) { return value }
-            guard let value = try await read(deadline) else { return nil }
-            state.withLock { $0.values[key] = value }
+            let value = try await read(deadline)
+            if isWorthRemembering(value) { state.withLock { $0.values[key] = value } }
             return value
         }
     }

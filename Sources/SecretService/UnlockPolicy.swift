@@ -76,15 +76,14 @@ extension SecretServiceClient {
             if case .path(let given) = collection {
                 // A path must name a collection the provider has: otherwise a search "in" it would
                 // answer "nothing there" instead of "no such collection".
-                return try await collectionPaths(session, deadline).contains(given) ? given : nil
+                return try await collectionPaths(session, deadline).contains(given) ? given : .none
             }
             let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias",
                                                .tuple([.string(collection.aliasName ?? "")]),
                                                operation: operation, deadline: deadline).body("(o)", in: operation)
-            let path = ObjectPath(trusted: reply.child(0).string)
-            return path == .none ? nil : path
+            return ObjectPath(trusted: reply.child(0).string)
         }
-        guard let path else {
+        guard path != .none else {
             throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))
         }
         return path
