@@ -43,9 +43,11 @@ public enum PingKeyring {
         } catch {
             return failure(error, json: ArgumentParser.requestsJSON(arguments))
         }
-        if let outcome = immediateOutcome(of: invocation) { return outcome }
-        guard case .run(let command, let options) = invocation else { preconditionFailure("answered above") }
-        return await execute(command, options, environment: environment, readInput: readInput)
+        switch invocation {
+        case .help(let name): return help(name)
+        case .version: return success(Data(versionLine.utf8))
+        case .run(let command, let options): return await execute(command, options, environment: environment, readInput: readInput)
+        }
     }
 
     /// The outcome of a command line that needs neither the keyring nor Swift concurrency: a usage
@@ -64,19 +66,23 @@ public enum PingKeyring {
 
     private static func immediateOutcome(of invocation: Invocation) -> Outcome? {
         switch invocation {
-        case .help(let name):
-            let text = name.flatMap(CommandTable.command(named:)).map(CommandTable.help(for:)) ?? CommandTable.overview
-            return success(Data(text.utf8))
-        case .version:
-            return success(Data(versionLine.utf8))
-        case .run(.completion(let shell), _):
-            return success(Data((shell == "zsh" ? ZshCompletion.script : BashCompletion.script).utf8))
-        case .run(.manual, _):
-            return success(Data(ManPage.page.utf8))
-        case .run:
-            return nil
+        case .help(let name): help(name)
+        case .version: success(Data(versionLine.utf8))
+        case .run(.completion(let shell), _): completion(shell)
+        case .run(.manual, _): manual()
+        case .run: nil
         }
     }
+
+    private static func help(_ command: String?) -> Outcome {
+        success(Data((command.flatMap(CommandTable.command(named:)).map(CommandTable.help(for:)) ?? CommandTable.overview).utf8))
+    }
+
+    private static func completion(_ shell: String) -> Outcome {
+        success(Data((shell == "zsh" ? ZshCompletion.script : BashCompletion.script).utf8))
+    }
+
+    private static func manual() -> Outcome { success(Data(ManPage.page.utf8)) }
 
     /// What `--version` prints: `ping-keyring 1.0.0` and a newline.
     static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }
@@ -101,8 +107,10 @@ public enum PingKeyring {
             case .delete(let account, let service):
                 let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
                 return success(Data((options.json ? report.json.document : report.human).utf8))
-            case .completion, .manual:
-                preconditionFailure("answered by immediateOutcome(of:)")
+            case .completion(let shell):
+                return completion(shell)
+            case .manual:
+                return manual()
             case .doctor:
                 let report = await Doctor.run(LiveDoctorEnvironment(settings: settings, environment: environment))
                 return Outcome(standardOutput: Data((options.json ? report.json.document : report.human).utf8),
