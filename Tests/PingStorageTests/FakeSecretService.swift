@@ -37,6 +37,8 @@ final class FakeSecretService: KeychainBackend {
         /// When set, the next search answers as if these attributes had no item, and then another
         /// process's item with them appears (between our search and our CreateItem).
         var creatorAfterSearch: [String: String]?
+        /// When set, the next createItem waits until the test opens it (a call in flight).
+        var holdNextCreate: Hold?
     }
     let state = Locked(State())
     let collectionPath = try! ObjectPath("/org/freedesktop/secrets/collection/login")
@@ -166,6 +168,9 @@ final class FakeSecretService: KeychainBackend {
 
     func createItem(in collection: CollectionReference, label: String, attributes: [String: String],
                     secret: SecretValue, replacing: Bool) async throws(SecretServiceError) -> CreatedItem {
+        if let hold = state.withLock({ state in defer { state.holdNextCreate = nil }; return state.holdNextCreate }) {
+            await hold.wait()
+        }
         try check("create")
         return try state.withLock { state throws(SecretServiceError) in
             state.createReplacing.append(replacing)
@@ -199,5 +204,39 @@ final class FakeSecretService: KeychainBackend {
             }
             return token(state)
         }
+    }
+}
+
+/// A call held in flight until the test opens it.
+final class Hold: Sendable {
+    private struct State {
+        var isOpen = false
+        var hasArrived = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+    private let state = Locked(State())
+
+    /// Whether a call reached the hold.
+    var hasArrived: Bool { state.withLock { $0.hasArrived } }
+    var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let runNow = state.withLock { state -> Bool in
+                state.hasArrived = true
+                if !state.isOpen { state.waiters.append(continuation) }
+                return state.isOpen
+            }
+            if runNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
     }
 }

@@ -92,4 +92,27 @@ struct KeyVaultTests {
         #expect(try sealingKey(fake) == olderID, "moved from \(own) to the oldest key")
         #expect(try await storage(fake, KeyVault(backend: fake, collection: .default)).get() == Note(text: "again"))
     }
+
+    /// One caller gives up while the encryption key is being created: it leaves at once, with
+    /// nothing saved for it, and the caller that joined the creation gets the one key.
+    @Test func aCallerCancelledWhileTheKeyIsCreatedLeavesAndTheOtherGetsTheKey() async throws {
+        let fake = FakeSecretService()
+        let vault = KeyVault(backend: fake, collection: .default)
+        let hold = Hold()
+        fake.state.withLock { $0.holdNextCreate = hold }
+        let cancelled = Task { try await storage(fake, vault, account: "leaves").save(item: Note(text: "never")) }
+        while !hold.hasArrived { try await Task.sleep(for: .milliseconds(1)) }
+        let other = Task { try await storage(fake, vault, account: "stays").save(item: Note(text: "kept")) }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(!hold.isOpen, "the cancelled caller left while the key's creation was still in flight")
+        hold.open()
+        try await other.value
+
+        let keys = fake.items.values.filter { $0.attributes["xdg:schema"] == KeyVault.schema }
+        #expect(keys.count == 1, "one key, created once")
+        #expect(!fake.items.values.contains { $0.attributes["account"] == "leaves" }, "nothing saved for the caller that left")
+        #expect(try await storage(fake, KeyVault(backend: fake, collection: .default), account: "stays").get() == Note(text: "kept"))
+    }
 }
