@@ -37,7 +37,7 @@ struct RememberedReadsTests {
         let reads = RememberedReads<String, String>(rememberingOnly: { !$0.isEmpty })
         let readCount = Counter()
         for _ in 0..<2 {
-            let value = try await reads.value(for: "gone", operation: "read", deadline: Deadline(timeout: .seconds(5))) { _ throws(SecretServiceError) in
+            let value = try await reads.value(for: "gone", operation: "read", deadline: Deadline(timeout: .seconds(60))) { _ throws(SecretServiceError) in
                 readCount.increment()
                 return ""
             }
