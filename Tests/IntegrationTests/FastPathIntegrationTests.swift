@@ -48,12 +48,14 @@ extension Integration {
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "unchanged")
             let keyring = Harness.storageFile
-            // Some providers write their file a moment after the change (KWallet): wait until it settles.
+            // Some providers write their file a while after a change (KWallet; KeePassXC 0.1-0.3 s
+            // later, also for a change an earlier test made): wait until it stayed the same for 1 s.
             var before = try Data(contentsOf: keyring)
-            for _ in 0..<50 {
+            var quiet = 0
+            for _ in 0..<100 where quiet < 5 {
                 try await Task.sleep(for: .milliseconds(200))
                 let now = try Data(contentsOf: keyring)
-                if now == before { break }
+                quiet = now == before ? quiet + 1 : 0
                 before = now
             }
             try await storage.save(item: "unchanged")
