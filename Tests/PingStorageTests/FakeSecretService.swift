@@ -216,9 +216,16 @@ final class Hold: Sendable {
     }
     private let state = Locked(State())
 
-    /// Whether a call reached the hold.
-    var hasArrived: Bool { state.withLock { $0.hasArrived } }
     var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// Returns once a call reached the hold; throws when none did within `timeout`.
+    func waitForArrival(within timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !state.withLock({ $0.hasArrived }) {
+            guard ContinuousClock.now < deadline else { throw HoldError("no call reached the hold within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
 
     func wait() async {
         await withCheckedContinuation { continuation in
@@ -239,4 +246,9 @@ final class Hold: Sendable {
         }
         waiters.forEach { $0.resume() }
     }
+}
+
+struct HoldError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -101,7 +101,7 @@ struct KeyVaultTests {
         let hold = Hold()
         fake.state.withLock { $0.holdNextCreate = hold }
         let cancelled = Task { try await storage(fake, vault, account: "leaves").save(item: Note(text: "never")) }
-        while !hold.hasArrived { try await Task.sleep(for: .milliseconds(1)) }
+        try await hold.waitForArrival()
         let other = Task { try await storage(fake, vault, account: "stays").save(item: Note(text: "kept")) }
         try await Task.sleep(for: .milliseconds(50))
         cancelled.cancel()

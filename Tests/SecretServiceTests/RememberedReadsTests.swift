@@ -20,11 +20,11 @@ struct RememberedReadsTests {
         let first = Task(executorPreference: executor) {
             try await reads.value(for: "default", operation: "read", deadline: Deadline(timeout: .seconds(60)), read: read)
         }
-        try await waitUntil { readCount.value == 1 }
+        try await waitUntil("the first caller's read started") { readCount.value == 1 }
         executor.hold()
         gate.open()
         // The read has ended and its callers were told: the first caller's task waits, held.
-        try await waitUntil { executor.heldJobs > 0 }
+        try await waitUntil("the first caller's task held after the read ended") { executor.heldJobs > 0 }
 
         let second = try await reads.value(for: "default", operation: "read", deadline: Deadline(timeout: .seconds(60)), read: read)
         executor.release()
@@ -46,13 +46,16 @@ struct RememberedReadsTests {
         #expect(readCount.value == 2, "an alias that named nothing is read again: it may have been created since")
     }
 
-    private func waitUntil(_ condition: @Sendable () -> Bool) async throws {
+    /// Returns once `condition` holds; throws, naming `what`, when it did not within 30 s.
+    private func waitUntil(_ what: String, _ condition: @Sendable () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while !condition() {
-            guard ContinuousClock.now < deadline else { throw CancellationError() }
+            guard ContinuousClock.now < deadline else { throw WaitFailed(description: "not within 30 s: \(what)") }
             try await Task.sleep(for: .milliseconds(1))
         }
     }
+
+    private struct WaitFailed: Error, CustomStringConvertible { let description: String }
 }
 
 /// A task executor whose jobs the test can hold back: a task preferring it stops at its next
