@@ -5,10 +5,22 @@ import Foundation
 #endif
 import SecretService
 
-/// How recent an item is, for choosing among duplicates: the most recently modified, then the
-/// most recently created, then the highest item number (a file keyring: the later position).
-/// Deterministic whoever asks, on either backend.
-struct ItemAge: Comparable {
+/// What one of an account's duplicate items is chosen for.
+enum DuplicateChoice: Sendable {
+    /// To read: the most recently modified (the value written last), then the most recently
+    /// created, then the highest item number.
+    case toRead
+    /// To keep, by a save that writes its value into the item and deletes the others: the most
+    /// recently created, then the highest item number. Never by modification time, which a
+    /// concurrent save changes: two processes collapsing the same duplicates, one reading the
+    /// times before a third process's SetSecret and one after, would each keep the item the
+    /// other deletes and leave the account with none (four processes on KWallet did).
+    case toKeep
+}
+
+/// How recent an item is, for choosing among duplicates (``DuplicateChoice``); a file keyring's
+/// item number is its position. Deterministic whoever asks, on either backend.
+struct ItemAge {
     var modified: Date
     var created: Date
     var number: Int
@@ -23,8 +35,12 @@ struct ItemAge: Comparable {
                   number: Int(info.path.objectPath.lastElement) ?? -1, path: info.path.rawValue)
     }
 
-    static func < (a: ItemAge, b: ItemAge) -> Bool {
-        (a.modified, a.created, a.number, a.path) < (b.modified, b.created, b.number, b.path)
+    /// Whether `self` comes before `other` in the order of `choice` (the chosen item is the last).
+    func isOlder(than other: ItemAge, for choice: DuplicateChoice) -> Bool {
+        switch choice {
+        case .toRead: (modified, created, number, path) < (other.modified, other.created, other.number, other.path)
+        case .toKeep: (created, number, path) < (other.created, other.number, other.path)
+        }
     }
 }
 
@@ -100,21 +116,20 @@ extension KeychainItems {
         }
     }
 
-    /// The item to use among duplicates: the most recently modified, then the most recently
-    /// created, then the highest item number. Deterministic whoever asks.
-    func newest(_ found: FoundItems) async throws(SecretServiceError) -> SecretItemInfo {
+    /// The item to use among duplicates, for `choice`. Deterministic whoever asks.
+    func chosen(_ found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> SecretItemInfo {
         var infos: [SecretItemInfo] = []
         for path in found.paths {
             if let known = found.known[path] { infos.append(known) } else { infos.append(try await backend.itemInfo(path)) }
         }
-        return infos.max(by: Self.isOlder)!
+        return infos.max { ItemAge($0).isOlder(than: ItemAge($1), for: choice) }!
     }
 
-    /// ``newest(_:)`` and its secret. When there is one item, its metadata and its secret are
+    /// ``chosen(_:for:)`` and its secret. When there is one item, its metadata and its secret are
     /// asked for at once: one round trip.
-    func newestWithSecret(_ found: FoundItems) async throws(SecretServiceError) -> (SecretItemInfo, SecretRead) {
+    func chosenWithSecret(_ found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> (SecretItemInfo, SecretRead) {
         guard found.paths.count == 1, found.known[found.paths[0]] == nil else {
-            let target = try await newest(found)
+            let target = try await chosen(found, for: choice)
             return (target, try await backend.secret(of: target.path))
         }
         let path = found.paths[0], backend = self.backend
@@ -131,7 +146,6 @@ extension KeychainItems {
         return (try await info.get(), read)
     }
 
-    static func isOlder(_ a: SecretItemInfo, _ b: SecretItemInfo) -> Bool { ItemAge(a) < ItemAge(b) }
 
     /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
     /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
@@ -151,8 +165,8 @@ extension KeychainItems {
     /// processes creating the same account at once are exactly that case. So the item is created
     /// without replace; when anything else was created or deleted since the search that found
     /// nothing, the account is searched again and duplicates that a concurrent creator left are
-    /// collapsed onto the one every process picks alike (``isOlder``), so racing processes
-    /// converge on one item instead of each deleting the other's.
+    /// collapsed onto the one every process picks alike (``DuplicateChoice/toKeep``), so racing
+    /// processes converge on one item instead of each deleting the other's.
     func create(_ value: SecretValue, searchedAt searchToken: ChangeToken?) async throws(SecretServiceError) {
         let created = try await backend.createItem(in: configuration.collection, label: label, attributes: itemAttributes,
                                                    secret: value, replacing: false)
@@ -165,7 +179,7 @@ extension KeychainItems {
         }
         let found = try await accountItems()
         guard found.paths != [created.path], !found.paths.isEmpty else { return }
-        let target = try await newest(found)
+        let target = try await chosen(found, for: .toKeep)
         for duplicate in found.paths where duplicate != target.path {
             Log.info("Account '\(account)': another client created it at the same time; removing \(duplicate), keeping \(target.path)")
             _ = try await backend.deleteItem(duplicate)

@@ -18,7 +18,7 @@ struct FileAccountItems: Sendable {
     /// The newest item's secret, or nil when the account has none.
     func read() async throws -> SecretValue? {
         let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) }
-        guard let index = items.newestFileItem(in: stored) else { return nil }
+        guard let index = items.chosenFileItem(in: stored, for: .toRead) else { return nil }
         return SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType)
     }
 
@@ -30,7 +30,7 @@ struct FileAccountItems: Sendable {
         do {
             try await run { () async throws(FileKeyringError) in
                 try await keyring.modify(by: deadline.instant) { stored throws(FileKeyringError) in
-                    guard let target = rules.newestFileItem(in: stored) else {
+                    guard let target = rules.chosenFileItem(in: stored, for: .toKeep) else {
                         stored.append(FileKeyringItem(label: label, attributes: attributes, secret: secret))
                         return
                     }
@@ -75,7 +75,7 @@ struct FileAccountItems: Sendable {
     /// (`/file/NAME/N`: not a D-Bus object).
     func info() async throws -> SecretItemInfo? {
         let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) }
-        guard let index = items.newestFileItem(in: stored) else { return nil }
+        guard let index = items.chosenFileItem(in: stored, for: .toRead) else { return nil }
         return try stored[index].info(path: Self.itemPath(keyring.path, index))
     }
 
@@ -104,11 +104,11 @@ struct FileAccountItems: Sendable {
 }
 
 extension KeychainItems {
-    /// Which of a file's items is the account's (see ``newest(_:)``: the same order, with the
-    /// position in the file in place of the item number).
-    func newestFileItem(in stored: [FileKeyringItem]) -> Int? {
+    /// Which of a file's items is the account's for `choice` (the order of ``chosen(_:for:)``,
+    /// with the position in the file in place of the item number).
+    func chosenFileItem(in stored: [FileKeyringItem], for choice: DuplicateChoice) -> Int? {
         stored.indices.filter { belongsToAccount(stored[$0].attributes) }.max { a, b in
-            ItemAge(stored[a], position: a) < ItemAge(stored[b], position: b)
+            ItemAge(stored[a], position: a).isOlder(than: ItemAge(stored[b], position: b), for: choice)
         }
     }
 }

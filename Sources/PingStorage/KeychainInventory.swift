@@ -33,7 +33,7 @@ extension KeychainConfiguration {
 
 /// What ping-keyring sees of a sandbox's file keyring: every item with its metadata and bytes,
 /// the item an account reads, the file's state and the outcome of moving the host's items in.
-/// The account rules are ``KeychainItems``'s (``KeychainItems/newestFileItem(in:)``), so the tool
+/// The account rules are ``KeychainItems``'s (``KeychainItems/chosenFileItem(in:for:)``), so the tool
 /// reads exactly what ``KeychainStorage`` reads. Reads only: writing and deleting go through
 /// ``KeychainStorage`` itself.
 ///
@@ -96,7 +96,7 @@ package struct FileKeyringInventory: Sendable {
         let rules = KeychainItems(account: account, configuration: configuration)
         try rules.validate()
         let stored = try await read()
-        return try rules.newestFileItem(in: stored).map { try item(stored, at: $0) }
+        return try rules.chosenFileItem(in: stored, for: .toRead).map { try item(stored, at: $0) }
     }
 
     /// Whether the file exists, and how many items it holds (every one decrypted: a damaged file

@@ -58,7 +58,7 @@ struct KeychainItems: Sendable {
                     items.forget()
                     return nil
                 }
-                let (target, read) = try await items.newestWithSecret(found)
+                let (target, read) = try await items.chosenWithSecret(found, for: .toRead)
                 items.remember(target, found: found, answeredAt: read.changeToken)
                 return try await items.settled(read.value, at: target.path)
             }
@@ -78,7 +78,7 @@ struct KeychainItems: Sendable {
                     try await items.create(value, searchedAt: found.token)
                     return
                 }
-                var (target, current) = try await items.newestWithSecret(found)
+                var (target, current) = try await items.chosenWithSecret(found, for: .toKeep)
                 defer { current.value.bytes.wipe() }
                 current.value = try await items.settled(current.value, at: target.path)
                 if current.value.bytes != value.bytes {
@@ -122,7 +122,7 @@ struct KeychainItems: Sendable {
         try validate()
         return try await operation("item info", file: { try await $0.info() }) { items in
             let found = try await items.accountItems()
-            return found.paths.isEmpty ? nil : try await items.newest(found)
+            return found.paths.isEmpty ? nil : try await items.chosen(found, for: .toRead)
         }
     }
 

@@ -46,12 +46,13 @@ final class FakeSecretService: KeychainBackend {
     static let connection: UInt64 = 0xFA4E
 
     @discardableResult
-    func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0) -> ItemPath {
+    func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0,
+              createdOffset: TimeInterval? = nil) -> ItemPath {
         state.withLock { state in
             let path = newPath(&state)
             let time = state.clock.addingTimeInterval(modifiedOffset)
             state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: Data(secret.utf8)),
-                                     created: time, modified: time)
+                                     created: createdOffset.map { state.clock.addingTimeInterval($0) } ?? time, modified: time)
             state.changes += 1
             return path
         }

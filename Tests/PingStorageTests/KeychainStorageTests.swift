@@ -72,6 +72,36 @@ struct KeychainStorageTests {
         #expect(item.label == "acct (com.pingidentity.keychainService)")
     }
 
+    /// Two processes saving while a third writes one of the duplicates read the modification
+    /// times before and after that write. Had a save kept the most recently modified item, each
+    /// would keep one and delete the other's, leaving the account with no item at all. A save
+    /// keeps the most recently created one, which no write changes, so both keep the same.
+    @Test func saveKeepsTheDuplicateCreatedLastWhateverWasWrittenSince() async throws {
+        // What the first process sees: `older` created and written first.
+        let before = FakeSecretService()
+        let olderBefore = before.seed(attributes: lookupAttributes, secret: #""older""#, modifiedOffset: -100)
+        let newerBefore = before.seed(attributes: lookupAttributes, secret: #""newer""#, modifiedOffset: -50)
+        // What the second sees a moment later: a third process has just written `older`.
+        let after = FakeSecretService()
+        let olderAfter = after.seed(attributes: lookupAttributes, secret: #""third""#, modifiedOffset: -10, createdOffset: -100)
+        let newerAfter = after.seed(attributes: lookupAttributes, secret: #""newer""#, modifiedOffset: -50)
+
+        try await makeStorage(String.self, before).save(item: "one")
+        try await makeStorage(String.self, after).save(item: "two")
+        #expect(before.items.keys.sorted() == [newerBefore])
+        #expect(after.items.keys.sorted() == [newerAfter], "the same item as the first process kept, so one survives")
+        #expect(before.writes.contains("delete \(olderBefore)") && after.writes.contains("delete \(olderAfter)"))
+        #expect(try await makeStorage(String.self, after).get() == "two")
+    }
+
+    @Test func aReadTakesTheDuplicateWrittenLast() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: lookupAttributes, secret: #""written last""#, modifiedOffset: -10, createdOffset: -100)
+        _ = fake.seed(attributes: lookupAttributes, secret: #""created last""#, modifiedOffset: -50)
+        #expect(try await makeStorage(String.self, fake).get() == "written last")
+        #expect(fake.writes.isEmpty, "reads never write")
+    }
+
     @Test func equalTimestampsAreBrokenByItemNumber() async throws {
         let fake = FakeSecretService()
         _ = fake.seed(attributes: lookupAttributes, secret: #""first""#)
