@@ -130,7 +130,9 @@ extension Integration.PingKeyring {
 
         try Harness.ctl("restart")
         #expect(try pingKeyring(["doctor"]).status == 0, "healthy again once unlocked")
-        #expect(try pingKeyring(["get", "--account", account]).output == "\"kept\"\n")
+        let kept = try pingKeyring(["get", "--account", account])
+        let holds = kept.output == "\"kept\"\n" ? "" : SecretTool.describeItems(matching: lookup(account))
+        #expect(kept.output == "\"kept\"\n", "status \(kept.status): \(kept.stderr); \(holds)")
     }
 
     @Test func aStoppedDaemonTimesOutAtTheGivenDeadline() async throws {

@@ -312,6 +312,17 @@ enum SecretTool {
         }
     }
 
+    /// What a failed assertion should show about the items matching `attributes`, as secret-tool
+    /// sees them: path, label and secret of each (test data only).
+    static func describeItems(matching attributes: [String: String]) -> String {
+        do {
+            let items = try search(attributes)
+            return "secret-tool finds \(items.count) item(s)" + items.map { " [\($0.path) label \($0.label.debugDescription) secret \($0.secret.debugDescription)]" }.joined()
+        } catch {
+            return "secret-tool search failed: \(error)"
+        }
+    }
+
     /// Every item matching `attributes` (unlocking nothing).
     static func search(_ attributes: [String: String]) throws -> [Item] {
         let result = try retryingRejectedKeys { try run("secret-tool", ["search", "--all"] + flatten(attributes)) }
