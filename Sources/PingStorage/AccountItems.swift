@@ -146,7 +146,6 @@ extension KeychainItems {
         return (try await info.get(), read)
     }
 
-
     /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
     /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
     /// `account`. An item whose `account` differs is never the account's, whatever its `username`.
