@@ -45,7 +45,7 @@ public enum PingKeyring {
         }
         switch invocation {
         case .help(let name): return help(name)
-        case .version: return success(Data(versionLine.utf8))
+        case .version: return version()
         case .run(let command, let options): return await execute(command, options, environment: environment, readInput: readInput)
         }
     }
@@ -67,7 +67,7 @@ public enum PingKeyring {
     private static func immediateOutcome(of invocation: Invocation) -> Outcome? {
         switch invocation {
         case .help(let name): help(name)
-        case .version: success(Data(versionLine.utf8))
+        case .version: version()
         case .run(.completion(let shell), _): completion(shell)
         case .run(.manual, _): manual()
         case .run: nil
@@ -83,6 +83,8 @@ public enum PingKeyring {
     }
 
     private static func manual() -> Outcome { success(Data(ManPage.page.utf8)) }
+
+    private static func version() -> Outcome { success(Data(versionLine.utf8)) }
 
     /// What `--version` prints: `ping-keyring 1.0.0` and a newline.
     static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }

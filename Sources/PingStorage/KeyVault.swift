@@ -38,6 +38,8 @@ actor KeyVault {
     /// The key that seals new data, and the change token when it was chosen.
     private var current: (id: KeyID, token: ChangeToken?)?
     private let choosing = SharedWork<Result<KeyChoice, any Error>>()
+    /// How many callers wait for the key being found or created (tests).
+    nonisolated var callersWaitingForTheKey: Int { choosing.waitingCallers }
     private let timeout: Duration
 
     struct KeyChoice: Sendable {

@@ -14,6 +14,10 @@ package final class SharedWork<Value: Sendable>: Sendable {
 
     package init() {}
 
+    /// How many callers wait for the current run (none when nothing runs). For tests that must
+    /// know a caller has joined before they go on.
+    package var waitingCallers: Int { state.withLock { $0.waiters.count } }
+
     /// Waits for the current run, or starts one. `work` gets the deadline of the caller who
     /// started the run.
     /// - Throws: the run's error; `.timedOut` at the caller's own deadline; `.cancelled`.

@@ -51,11 +51,11 @@ extension Integration {
             // Some providers write their file a while after a change (KWallet; KeePassXC 0.1-0.3 s
             // later, also for a change an earlier test made): wait until it stayed the same for 1 s.
             var before = try Data(contentsOf: keyring)
-            var quiet = 0
-            for _ in 0..<100 where quiet < 5 {
+            var (quiet, polls) = (0, 0)
+            while quiet < 5 && polls < 100 {
                 try await Task.sleep(for: .milliseconds(200))
                 let now = try Data(contentsOf: keyring)
-                quiet = now == before ? quiet + 1 : 0
+                (quiet, polls) = (now == before ? quiet + 1 : 0, polls + 1)
                 before = now
             }
             try await storage.save(item: "unchanged")

@@ -130,9 +130,9 @@ extension Integration.PingKeyring {
 
         try Harness.ctl("restart")
         #expect(try pingKeyring(["doctor"]).status == 0, "healthy again once unlocked")
-        let kept = try pingKeyring(["get", "--account", account])
-        let holds = kept.output == "\"kept\"\n" ? "" : SecretTool.describeItems(matching: lookup(account))
-        #expect(kept.output == "\"kept\"\n", "status \(kept.status): \(kept.stderr); \(holds)")
+        let kept = try pingKeyring(["get", "--account", account]), expected = "\"kept\"\n"
+        let holds = kept.output == expected ? "" : SecretTool.describeItems(matching: lookup(account))
+        #expect(kept.output == expected, "status \(kept.status): \(kept.stderr); \(holds)")
     }
 
     @Test func aStoppedDaemonTimesOutAtTheGivenDeadline() async throws {

@@ -103,7 +103,7 @@ struct KeyVaultTests {
         let cancelled = Task { try await storage(fake, vault, account: "leaves").save(item: Note(text: "never")) }
         try await hold.waitForArrival()
         let other = Task { try await storage(fake, vault, account: "stays").save(item: Note(text: "kept")) }
-        try await Task.sleep(for: .milliseconds(50))
+        try await waitUntil("the second caller joined the key's creation") { vault.callersWaitingForTheKey == 2 }
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { try await cancelled.value }
         #expect(!hold.isOpen, "the cancelled caller left while the key's creation was still in flight")
@@ -114,5 +114,14 @@ struct KeyVaultTests {
         #expect(keys.count == 1, "one key, created once")
         #expect(!fake.items.values.contains { $0.attributes["account"] == "leaves" }, "nothing saved for the caller that left")
         #expect(try await storage(fake, KeyVault(backend: fake, collection: .default), account: "stays").get() == Note(text: "kept"))
+    }
+
+    /// Returns once `condition` holds; throws, naming `what`, when it did not within 30 s.
+    private func waitUntil(_ what: String, _ condition: @Sendable () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { throw HoldError("not within 30 s: \(what)") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
     }
 }
