@@ -33,11 +33,10 @@ enum Encryption: String, Sendable, Equatable {
         return (try? Envelope.header(of: bytes))?.keyID.hexString
     }
 
-    /// UTF-8 text without NUL that parses as one JSON value (fragments such as `"text"` included).
-    static func isJSONText(_ bytes: Data) -> Bool {
-        guard !bytes.isEmpty, !bytes.contains(0), String(data: bytes, encoding: .utf8) != nil else { return false }
-        return (try? JSONDecoder().decode(AnyJSON.self, from: bytes)) != nil
-    }
+    /// UTF-8 text that is exactly one JSON value, fragments such as `"text"` included: read by
+    /// ``JSONValue/init(parsing:)``, ping-keyring's one JSON reader (strict RFC 8259: no raw
+    /// control characters, NUL included, and no invalid UTF-8).
+    static func isJSONText(_ bytes: Data) -> Bool { JSONValue(parsing: bytes) != nil }
 
     /// What human output shows; `keyID` is the envelope's, for ``yes``.
     func humanText(keyID: String?) -> String {
@@ -270,30 +269,5 @@ struct DeleteReport: Sendable, Equatable {
         (backend?.humanLine ?? "") + (deleted
             ? "Deleted the item of account '\(account)' (service \(service)).\n"
             : "No item for account '\(account)' (service \(service)): nothing to delete.\n")
-    }
-}
-
-/// Decodes any one JSON value, fragments included, and keeps nothing: a validator that needs only
-/// FoundationEssentials' `JSONDecoder` (`JSONSerialization` would load Foundation and ICU).
-private struct AnyJSON: Decodable {
-    init(from decoder: any Decoder) throws {
-        if var array = try? decoder.unkeyedContainer() {
-            while !array.isAtEnd { _ = try array.decode(AnyJSON.self) }
-        } else if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            for key in object.allKeys { _ = try object.decode(AnyJSON.self, forKey: key) }
-        } else {
-            let value = try decoder.singleValueContainer()
-            if value.decodeNil() { return }
-            if (try? value.decode(Bool.self)) != nil { return }
-            if (try? value.decode(Double.self)) != nil { return }
-            _ = try value.decode(String.self)
-        }
-    }
-
-    private struct AnyKey: CodingKey {
-        let stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
     }
 }

@@ -224,6 +224,10 @@ struct OutputTests {
         #expect(Encryption.classify(Data([0x7B, 0x7D, 0])) == .unknown, "NUL is never text")
         #expect(Encryption.classify(Data([0xFF, 0xFE, 0x01])) == .unknown)
         #expect(Encryption.classify(Data()) == .unknown)
+        #expect(Encryption.classify(Data("1e400".utf8)) == .no, "JSON text, though no Double holds it")
+        #expect(Encryption.classify(Data(#""a\u0000b""#.utf8)) == .no, "an escaped NUL is text")
+        #expect(Encryption.classify(Data([0x22, 0x01, 0x22])) == .unknown, "a raw control character is not")
+        #expect(Encryption.classify(Data("[1] [2]".utf8)) == .unknown, "one value only")
     }
 
     @Test func keyIDIsReadFromTheEnvelopeHeader() {
