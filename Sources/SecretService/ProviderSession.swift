@@ -3,31 +3,83 @@ import Locking
 import Glibc
 #endif
 
-/// A transport session with the process that owns `org.freedesktop.secrets`, on one bus
-/// connection, and what was learned through it (alias paths, lock states). Replaced as a whole
-/// when the connection closes or the provider changes, so nothing stale survives a restart.
+/// The process that owns `org.freedesktop.secrets`, checked, on one bus connection, with the
+/// transport session negotiated with it and what was learned through it (alias paths, lock
+/// states). Replaced as a whole when the connection closes or the provider changes, so nothing
+/// stale survives a restart.
+///
+/// The transport (OpenSession, with its Diffie-Hellman key pair: most of a first call's CPU) is
+/// started as soon as the provider is trusted and negotiated in the background; only calls that
+/// carry a secret wait for it (``transport(deadline:)``), so a first `get` resolves the alias and
+/// searches while the keys are made.
 final class ProviderSession: Sendable {
     let bus: BusConnection
-    let provider: SecretServiceProvider
+    let owner: String
+    private let processID: UInt32?
+    private let userID: UInt32
+    private let executable: String?
     let kind: ProviderKind
-    let crypto: SessionCrypto
     /// Collection paths by alias (and by the path given, once checked): read once per session; the
     /// two searches of a first `get` both resolve `default` and share the read.
     let aliases = RememberedReads<String, ObjectPath>(rememberingOnly: { $0 != .none })
     private let lockStates = Locked<[ObjectPath: (locked: Bool, token: ChangeToken)]>([:])
+    /// The negotiated transport, once open: opened once at a time (gnome-keyring has crashed on
+    /// concurrent OpenSession), opened again by the next caller when an opening failed.
+    private let negotiated = Locked<SessionCrypto?>(nil)
+    private let negotiation = SharedWork<SessionCrypto>()
 
-    init(bus: BusConnection, provider: SecretServiceProvider, crypto: SessionCrypto) {
+    private init(bus: BusConnection, owner: String, processID: UInt32?, userID: UInt32) {
         self.bus = bus
-        self.provider = provider
-        self.kind = ProviderKind(executable: provider.executable)
-        self.crypto = crypto
+        self.owner = owner
+        self.processID = processID
+        self.userID = userID
+        self.executable = processID.flatMap(Self.executable(ofProcess:))
+        self.kind = ProviderKind(executable: executable)
     }
 
-    var owner: String { provider.uniqueName }
+    /// Who the provider is, with the negotiated transport.
+    func provider(transport: SessionCrypto) -> SecretServiceProvider {
+        SecretServiceProvider(uniqueName: owner, processID: processID, userID: userID, executable: executable,
+                              transportAlgorithm: transport.algorithm, clientName: bus.uniqueName)
+    }
+
+    /// "GNOME Keyring (pid 7, /usr/bin/gnome-keyring-daemon)", for logs.
+    var description: String {
+        let name = SecretServiceProvider(uniqueName: owner, processID: processID, userID: userID, executable: executable,
+                                         transportAlgorithm: "", clientName: bus.uniqueName).displayName
+        return "\(name) (pid \(processID.map(String.init) ?? "?"), \(executable ?? "executable unknown"))"
+    }
 
     /// Whether calls may still go through this session: the connection is open and the bus has
     /// not reported another owner since.
     var isCurrent: Bool { !bus.isClosed && bus.router.owner == owner }
+
+    /// The transport session: the one being negotiated (joined), or a new negotiation when the
+    /// last one failed.
+    /// - Throws: what ``ProviderQuirks/openSession(on:owner:deadline:)`` throws; `.timedOut` at the
+    ///   caller's own deadline; `.cancelled`.
+    func transport(deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
+        if let open = negotiated.withLock({ $0 }) { return open }
+        return try await negotiation.value(operation: "open a session with the keyring", deadline: deadline) { [self] deadline throws(SecretServiceError) in
+            if let open = negotiated.withLock({ $0 }) { return open }
+            let started = ContinuousClock.now
+            let crypto: SessionCrypto
+            do throws(SecretServiceError) {
+                crypto = try await ProviderQuirks.openSession(on: bus, owner: owner, deadline: deadline)
+            } catch {
+                SecretServiceDiagnostics.report(.warning, "Could not open a session with \(description): \(error.code) (\(error.message))")
+                throw error
+            }
+            negotiated.withLock { $0 = crypto }
+            SecretServiceDiagnostics.report(.info, "Opened a \(crypto.algorithm) session with \(description) in \(elapsedMilliseconds(since: started))")
+            return crypto
+        }
+    }
+
+    /// Starts negotiating the transport now, for the calls that will need it.
+    func startNegotiating(deadline: Deadline) {
+        Task { [self] in _ = try? await transport(deadline: deadline) }
+    }
 
     /// Calls `member` on the provider.
     func call(_ path: ObjectPath, _ interface: String, _ member: String, _ arguments: Argument? = nil,
@@ -50,8 +102,9 @@ final class ProviderSession: Sendable {
         lockStates.withLock { $0[collection] = (locked, token) }
     }
 
-    /// Finds the provider on `bus`, checks that it runs as our user, and opens a session with it.
-    /// - Throws: `.noSecretService`, `.untrustedProvider`, and what ``SessionCrypto/open`` throws.
+    /// Finds the provider on `bus` and checks that it runs as our user; the transport is then
+    /// negotiated in the background (``startNegotiating(deadline:)``).
+    /// - Throws: `.noSecretService`, `.untrustedProvider`, `.protocolError`, connection errors.
     static func open(on bus: BusConnection, deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
         let owner = try await findOwner(on: bus, deadline: deadline)
         let credentials = try await bus.call(
@@ -68,11 +121,9 @@ final class ProviderSession: Sendable {
             throw .untrustedProvider("identify the keyring service", providerUID: uid, ourUID: ourUID,
                                      detail: "owner \(owner), pid \(pid.map(String.init) ?? "unknown")")
         }
-        let crypto = try await ProviderQuirks.openSession(on: bus, owner: owner, deadline: deadline)
-        let provider = SecretServiceProvider(
-            uniqueName: owner, processID: pid, userID: uid, executable: pid.flatMap(executable(ofProcess:)),
-            transportAlgorithm: crypto.algorithm, clientName: bus.uniqueName)
-        return ProviderSession(bus: bus, provider: provider, crypto: crypto)
+        let session = ProviderSession(bus: bus, owner: owner, processID: pid, userID: uid)
+        session.startNegotiating(deadline: deadline)
+        return session
     }
 
     /// The unique name of `org.freedesktop.secrets`'s owner, starting the service when the bus can
@@ -105,8 +156,8 @@ final class ProviderSession: Sendable {
 
 /// The bus connection and provider session a client holds: opened on first use, opened again
 /// when the connection closed or the provider changed. Opening is shared (``SharedWork``):
-/// concurrent first calls wait for one opening (gnome-keyring has crashed on concurrent
-/// OpenSession), each with its own deadline and cancellation.
+/// concurrent first calls wait for one opening, each with its own deadline and cancellation, so
+/// a connection has one session (its transport is negotiated once, see ``ProviderSession``).
 final class ProviderLink: Sendable {
     let bus: BusAddress
     private struct State {
@@ -138,10 +189,8 @@ final class ProviderLink: Sendable {
                 throw error
             }
             self.state.withLock { $0.session = session }
-            let provider = session.provider
             SecretServiceDiagnostics.report(.info, (previous == nil ? "Connected to " : "Reconnected (the keyring service restarted or the connection closed) to ")
-                + "\(provider.displayName) (pid \(provider.processID.map(String.init) ?? "?"), \(provider.executable ?? "executable unknown")) on \(self.bus), "
-                + "transport \(provider.transportAlgorithm), in \(elapsedMilliseconds(since: started))")
+                + "\(session.description) on \(self.bus) in \(elapsedMilliseconds(since: started))")
             return session
         }
     }

@@ -100,9 +100,10 @@ extension SecretServiceClient {
     @discardableResult
     public func setSecret(_ value: SecretValue, of path: ItemPath) async throws(SecretServiceError) -> ChangeToken {
         try await perform("write secret") { session, deadline throws(SecretServiceError) in
-            try await unlockingOnce(path.objectPath, session, deadline, operation: "write secret", writing: true) { () async throws(SecretServiceError) in
+            let crypto = try await transport(session, deadline, operation: "write secret")
+            return try await unlockingOnce(path.objectPath, session, deadline, operation: "write secret", writing: true) { () async throws(SecretServiceError) in
                 try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
-                                       .tuple([.prebuilt(session.crypto.encode(value))]),
+                                       .tuple([.prebuilt(crypto.encode(value))]),
                                        operation: "write secret", deadline: deadline).token
             }
         }
@@ -142,13 +143,14 @@ extension SecretServiceClient {
         try await perform("create item") { session, deadline throws(SecretServiceError) in
             let operation = "create item"
             let collectionPath = try await resolve(collection, session, deadline)
+            let crypto = try await transport(session, deadline, operation: operation)
             if replacing, ProviderQuirks.emulatesReplace(session.kind) {
                 SecretServiceDiagnostics.report(.debug, "create item: replacing emulated (a KeePassXC quirk)")
                 let found = try await search(attributes, in: collection, session, deadline).all
                 if let existing = found.first(where: { _ in true }), found.count == 1 {
                     try await unlockingOnce(existing.objectPath, session, deadline, operation: operation) { () async throws(SecretServiceError) in
                         _ = try await session.call(existing.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
-                                                   .tuple([.prebuilt(session.crypto.encode(secret))]),
+                                                   .tuple([.prebuilt(crypto.encode(secret))]),
                                                    operation: operation, deadline: deadline)
                     }
                     return CreatedItem(path: existing, changeToken: session.bus.router.token)
@@ -159,7 +161,7 @@ extension SecretServiceClient {
                                                   "org.freedesktop.Secret.Item.Attributes": .attributes(attributes)]
             let reply = try await session.call(
                 collectionPath, "org.freedesktop.Secret.Collection", "CreateItem",
-                .tuple([.properties(properties), .prebuilt(session.crypto.encode(secret)), .boolean(replacing)]),
+                .tuple([.properties(properties), .prebuilt(crypto.encode(secret)), .boolean(replacing)]),
                 operation: operation, deadline: deadline)
             let body = try reply.body("(oo)", in: operation)
             var itemPath = body.child(0).string
@@ -261,9 +263,10 @@ extension SecretServiceClient {
     func getSecret(_ path: ItemPath, _ session: ProviderSession,
                    _ deadline: Deadline) async throws(SecretServiceError) -> (value: SecretValue?, token: ChangeToken) {
         let operation = "read secret"
+        let crypto = try await transport(session, deadline, operation: operation)
         let reply = try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "GetSecret",
-                                           .tuple([.objectPath(session.crypto.path)]), operation: operation, deadline: deadline)
+                                           .tuple([.objectPath(crypto.path)]), operation: operation, deadline: deadline)
         let structure = try reply.body("((oayays))", in: operation).child(0)
-        return (session.crypto.decode(structure), reply.token)
+        return (crypto.decode(structure), reply.token)
     }
 }

@@ -42,7 +42,9 @@ public final class SecretServiceClient: Sendable {
         /// When false, calls that need an unlock throw `.locked` at once.
         public var allowsPrompts: Bool
         /// Whether to accept a provider that only offers `plain` sessions (secrets unencrypted on
-        /// the bus). Default false: calls throw `.insecureTransport`.
+        /// the bus). Default false: calls that would send or receive a secret throw
+        /// `.insecureTransport`, before it crosses the bus; searches, metadata and deletions, which
+        /// carry none, go on.
         public var allowsPlainTransport: Bool
 
         /// Creates options; every parameter has the default described on its property.
@@ -101,7 +103,9 @@ public final class SecretServiceClient: Sendable {
     /// Who provides the Secret Service, and the negotiated transport. Opens the connection.
     /// - Throws: the connection errors (`.noSessionBus`, `.noSecretService`, `.untrustedProvider`, …).
     public func provider() async throws(SecretServiceError) -> SecretServiceProvider {
-        try await perform("identify the keyring service", checkTransport: false) { session, _ in session.provider }
+        try await perform("identify the keyring service") { session, deadline throws(SecretServiceError) in
+            session.provider(transport: try await session.transport(deadline: deadline))
+        }
     }
 
     /// Resolves a collection reference to its object path.
@@ -162,11 +166,20 @@ public final class SecretServiceClient: Sendable {
         return min(own, operationDeadline)
     }
 
+    /// The session's transport for a call that carries a secret, once negotiated.
+    /// - Throws: `.insecureTransport` when it is `plain` and the options do not allow that; what
+    ///   ``ProviderSession/transport(deadline:)`` throws.
+    func transport(_ session: ProviderSession, _ deadline: Deadline, operation: String) async throws(SecretServiceError) -> SessionCrypto {
+        let crypto = try await session.transport(deadline: deadline)
+        if crypto.isPlain, !options.allowsPlainTransport { throw .insecureTransport(operation) }
+        return crypto
+    }
+
     /// Runs `body` with the current session and the call's deadline; opens a new session and runs
     /// it again (twice at most, within the deadline) when the provider went away or forgot the
     /// session.
     func perform<Value: Sendable>(
-        _ operation: String, checkTransport: Bool = true,
+        _ operation: String,
         _ body: (ProviderSession, Deadline) async throws(SecretServiceError) -> Value
     ) async throws(SecretServiceError) -> Value {
         let deadline = callDeadline()
@@ -178,9 +191,6 @@ public final class SecretServiceClient: Sendable {
                 session = try await link.session(deadline: deadline)
             } catch {
                 throw error.during(operation)
-            }
-            if checkTransport, session.crypto.isPlain, !options.allowsPlainTransport {
-                throw .insecureTransport(operation)
             }
             do throws(SecretServiceError) {
                 let started = ContinuousClock.now

@@ -59,7 +59,13 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
             ["/usr/bin/python3", dbusTest + "/fake-secret-service/service.py", "--state", directory + "/state.json"],
             logPath: directory + "/service.log", environment: environment)
         for _ in 0..<250 {
-            if try await nameHasOwner() { return }
+            if try await nameHasOwner() {
+                // A scenario from the environment waits for dbus-test's readiness probe, answering
+                // ReadAlias normally until then; nothing probes here, so it is switched on now,
+                // whatever the library under test calls first.
+                if scenario != "normal" { try control(["scenario"] + scenario.split(separator: " ").map(String.init)) }
+                return
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         throw HarnessError("the fake Secret Service did not start")

@@ -113,7 +113,7 @@ SCENARIOS = {
     'prompt-never-completes': {},
     'prompt-wrong-type': {'delay': '0.1'},
     'prompt-then-exit': {'delay': '0.2'},
-    'slow': {'delay': '30'},
+    'slow': {'delay': '30', 'method': '*'},
     'exit-mid-call': {'method': 'GetSecret,GetSecrets,SetSecret,CreateItem,Delete', 'when': 'before'},
     'plain-only': {},
     'no-default-alias': {},
@@ -397,7 +397,8 @@ class Fake:
                 self.set_scenario(self.pending)
             return False
 
-        if scenario.name == 'slow':
+        slowed = scenario.params.get('method', '*').split(',') if scenario.name == 'slow' else []
+        if '*' in slowed or method in slowed:
             GLib.timeout_add(int(scenario.delay * 1000), answer)
         else:
             answer()
