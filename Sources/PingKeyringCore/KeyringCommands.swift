@@ -101,7 +101,7 @@ enum KeyringCommands {
             } else {
                 place = configuration.collection.description
                 report = try await secretServiceValue(account: account, service: service, raw: raw,
-                                                      configuration: configuration, client: settings.client())
+                                                      configuration: configuration)
             }
         } catch {
             throw ToolError.from(error)
@@ -113,18 +113,15 @@ enum KeyringCommands {
         return report
     }
 
-    /// `get` on the Secret Service: the item `get()` would read (the newest of any duplicates);
-    /// once more if another client deletes it between the lookup and the read. Nil: no item.
-    private static func secretServiceValue(account: String, service: String, raw: Bool, configuration: KeychainConfiguration,
-                                           client: SecretServiceClient) async throws -> GetReport? {
+    /// `get` on the Secret Service: the item `get()` would read (the newest of any duplicates),
+    /// its metadata and its secret asked for at once (the search runs again if another client
+    /// deletes the item in between). Nil: no item.
+    private static func secretServiceValue(account: String, service: String, raw: Bool,
+                                           configuration: KeychainConfiguration) async throws -> GetReport? {
         let storage = KeychainStorage<String>(account: account, configuration: configuration)
-        for attempt in 1...2 {
-            guard let info = try await storage.itemInfo() else { break }
-            guard let secret = try await secret(of: info.path, client, vanishedIsNil: attempt == 1) else { continue }
-            return try await value(info, secret, collectionPath: info.collectionPath.rawValue, account: account,
-                                   service: service, raw: raw, configuration: configuration)
-        }
-        return nil
+        guard let (info, secret) = try await storage.storedItem() else { return nil }
+        return try await value(info, secret, collectionPath: info.collectionPath.rawValue, account: account,
+                               service: service, raw: raw, configuration: configuration)
     }
 
     /// What `get` prints of a stored value: its JSON text, decrypted when it is an envelope
@@ -148,16 +145,6 @@ enum KeyringCommands {
         return GetReport(account: account, service: service, path: info.path.rawValue, collectionPath: collectionPath,
                          contentType: secret.contentType, value: value, raw: raw, encryption: encryption,
                          keyID: Encryption.keyID(of: secret.bytes))
-    }
-
-    /// The item's secret; nil when it vanished and `vanishedIsNil` (the caller looks again).
-    private static func secret(of path: ItemPath, _ client: SecretServiceClient,
-                               vanishedIsNil: Bool) async throws(SecretServiceError) -> SecretValue? {
-        do {
-            return try await client.secret(of: path).value
-        } catch where error.code == .itemNotFound && vanishedIsNil {
-            return nil
-        }
     }
 
     /// Opens an envelope with the key in the configured collection, as

@@ -39,7 +39,8 @@ public struct KeychainConfiguration: Sendable, Hashable {
         set { options.allowsPrompts = newValue }
     }
     /// Whether to accept a provider that only offers `plain` sessions (secrets unencrypted on the
-    /// bus). Default false. (``options``'.)
+    /// bus). Default false: reading or saving a value then throws
+    /// ``KeychainError/insecureTransport(_:)`` before any secret crosses the bus. (``options``'.)
     public var allowsPlainTransport: Bool {
         get { options.allowsPlainTransport }
         set { options.allowsPlainTransport = newValue }
@@ -66,7 +67,7 @@ public struct KeychainConfiguration: Sendable, Hashable {
     public static var standard: KeychainConfiguration { KeychainConfiguration() }
 
     private static func collectionFromEnvironment() -> CollectionReference? {
-        guard let value = ProcessInfo.processInfo.environment["PINGSTORAGE_COLLECTION"], !value.isEmpty else {
+        guard let value = ProcessEnvironment.value(of: "PINGSTORAGE_COLLECTION"), !value.isEmpty else {
             return nil
         }
         // A malformed path is kept as a name, so that the first call reports it as a collection

@@ -126,6 +126,24 @@ struct KeychainItems: Sendable {
         }
     }
 
+    /// The item ``read()`` reads, with its metadata, found afresh (not the remembered item); nil
+    /// when there is no item. On the Secret Service the metadata and the secret are asked for at
+    /// once (one round trip, as ``read()``), where ``info()`` then a read would take two.
+    func infoAndSecret() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
+        try validate()
+        return try await operation("read with item info", file: { items in
+            guard let info = try await items.info(), let secret = try await items.read() else { return nil }
+            return (info, secret)
+        }) { items in
+            try await items.retryingVanishedItem { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
+                let found = try await items.accountItems()
+                guard !found.paths.isEmpty else { return nil }
+                let (target, read) = try await items.chosenWithSecret(found, for: .toRead)
+                return (target, try await items.settled(read.value, at: target.path))
+            }
+        }
+    }
+
     /// Runs `onSecretService` or `onFile`, where the items are, holding the account's lock, with
     /// every call ending by the configuration's deadline (waiting for the lock and choosing the
     /// backend included), and throws what a Storage method throws.

@@ -71,6 +71,13 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
     public func itemInfo() async throws -> SecretItemInfo? {
         try await items.info()
     }
+
+    /// ``itemInfo()`` and the item's stored bytes (as saved: JSON, or an encryptor's envelope),
+    /// asked for at once; nil when there is no item. For ping-keyring's `get`.
+    /// - Throws: ``KeychainError`` as for `get()`.
+    package func storedItem() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
+        try await items.infoAndSecret()
+    }
 }
 
 /// The delegate behind ``KeychainStorage``: JSON, the encryptor, and the item rules.
