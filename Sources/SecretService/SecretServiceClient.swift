@@ -104,7 +104,8 @@ public final class SecretServiceClient: Sendable {
     /// - Throws: the connection errors (`.noSessionBus`, `.noSecretService`, `.untrustedProvider`, …).
     public func provider() async throws(SecretServiceError) -> SecretServiceProvider {
         try await perform("identify the keyring service") { session, deadline throws(SecretServiceError) in
-            session.provider(transport: try await session.transport(deadline: deadline))
+            session.provider(transport: try await transport(session, deadline, operation: "identify the keyring service",
+                                                            refusingPlain: false))
         }
     }
 
@@ -166,12 +167,19 @@ public final class SecretServiceClient: Sendable {
         return min(own, operationDeadline)
     }
 
-    /// The session's transport for a call that carries a secret, once negotiated.
+    /// The session's transport, once negotiated, for `operation` (a call that carries a secret,
+    /// unless `refusingPlain` is false).
     /// - Throws: `.insecureTransport` when it is `plain` and the options do not allow that; what
-    ///   ``ProviderSession/transport(deadline:)`` throws.
-    func transport(_ session: ProviderSession, _ deadline: Deadline, operation: String) async throws(SecretServiceError) -> SessionCrypto {
-        let crypto = try await session.transport(deadline: deadline)
-        if crypto.isPlain, !options.allowsPlainTransport { throw .insecureTransport(operation) }
+    ///   ``ProviderSession/transport(deadline:)`` throws, as an error of `operation`.
+    func transport(_ session: ProviderSession, _ deadline: Deadline, operation: String,
+                   refusingPlain: Bool = true) async throws(SecretServiceError) -> SessionCrypto {
+        let crypto: SessionCrypto
+        do throws(SecretServiceError) {
+            crypto = try await session.transport(deadline: deadline)
+        } catch {
+            throw error.during(operation)
+        }
+        if refusingPlain, crypto.isPlain, !options.allowsPlainTransport { throw .insecureTransport(operation) }
         return crypto
     }
 
