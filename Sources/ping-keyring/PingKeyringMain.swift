@@ -54,8 +54,8 @@ func readStandardInput() -> Result<Data, PingKeyring.InputFailure> {
 
 /// The entry point. Synchronous on purpose: `--help`, `--version`, `completion`, `manual` and usage
 /// errors are answered before Swift concurrency starts (its executor threads cost about 2 ms of a
-/// 10 ms run); the other commands run as a main-actor task while the main thread serves the main
-/// queue; `save` reads stdin on a queue of its own.
+/// 10 ms run); the other commands run as a detached task while the main thread waits for it to
+/// end the process; `save` reads stdin on a queue of its own.
 @main
 enum PingKeyringMain {
     static func main() {
@@ -63,10 +63,11 @@ enum PingKeyringMain {
         if let outcome = PingKeyring.outcomeWithoutTheKeyring(arguments: arguments) {
             finish(outcome)
         }
-        Task { @MainActor in
+        let environment = ProcessInfo.processInfo.environment
+        Task.detached {
             finish(await PingKeyring.run(
                 arguments: arguments,
-                environment: ProcessInfo.processInfo.environment,
+                environment: environment,
                 readInput: { @Sendable () async throws(PingKeyring.InputFailure) -> Data in
                     if isatty(STDIN_FILENO) == 1 {
                         writeAll("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8, to: STDERR_FILENO)
@@ -74,7 +75,10 @@ enum PingKeyringMain {
                     return try await readStandardInputOffTheExecutors()
                 }))
         }
-        dispatchMain()
+        // The task ends the process (finish exits). The main thread only waits: not
+        // dispatchMain(), which on Linux hands the main queue to a new worker thread, one more
+        // thread for a short-lived process to start.
+        while true { pause() }
     }
 
     static func finish(_ outcome: PingKeyring.Outcome) -> Never {
