@@ -8,8 +8,8 @@ import Glibc
 /// states). Replaced as a whole when the connection closes or the provider changes, so nothing
 /// stale survives a restart.
 ///
-/// The transport (OpenSession, with its Diffie-Hellman key pair: most of a first call's CPU) is
-/// started as soon as the provider is trusted and negotiated in the background; only calls that
+/// The transport (OpenSession, with a Diffie-Hellman key pair on each side: the slowest step of a
+/// first call) is started as soon as the provider is trusted and negotiated in the background; only calls that
 /// carry a secret wait for it (``transport(deadline:)``), so a first `get` resolves the alias and
 /// searches while the keys are made.
 final class ProviderSession: Sendable {
@@ -45,9 +45,8 @@ final class ProviderSession: Sendable {
 
     /// "GNOME Keyring (pid 7, /usr/bin/gnome-keyring-daemon)", for logs.
     var description: String {
-        let name = SecretServiceProvider(uniqueName: owner, processID: processID, userID: userID, executable: executable,
-                                         transportAlgorithm: "", clientName: bus.uniqueName).displayName
-        return "\(name) (pid \(processID.map(String.init) ?? "?"), \(executable ?? "executable unknown"))"
+        "\(SecretServiceProvider.displayName(ofExecutable: executable)) (pid \(processID.map(String.init) ?? "?"), "
+            + "\(executable ?? "executable unknown"))"
     }
 
     /// Whether calls may still go through this session: the connection is open and the bus has

@@ -161,7 +161,10 @@ public struct SecretServiceProvider: Sendable, Hashable {
     public var clientName: String
 
     /// "GNOME Keyring", "KWallet", "KeePassXC", or the executable's file name.
-    public var displayName: String {
+    public var displayName: String { Self.displayName(ofExecutable: executable) }
+
+    /// The ``displayName`` of a provider running `executable`.
+    static func displayName(ofExecutable executable: String?) -> String {
         switch ProviderKind(executable: executable) {
         case .gnomeKeyring: "GNOME Keyring"
         case .kwallet: "KWallet"
