@@ -17,9 +17,22 @@ struct FileAccountItems: Sendable {
 
     /// The newest item's secret, or nil when the account has none.
     func read() async throws -> SecretValue? {
-        let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) }
-        guard let index = items.chosenFileItem(in: stored, for: .toRead) else { return nil }
+        guard let (stored, index) = try await newestItem() else { return nil }
         return SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType)
+    }
+
+    /// The newest item's metadata and secret, from one read of the file (both of one version of
+    /// it); nil when the account has none.
+    func infoAndSecret() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
+        guard let (stored, index) = try await newestItem() else { return nil }
+        return (try stored[index].info(path: Self.itemPath(keyring.path, index)),
+                SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType))
+    }
+
+    /// The file's items and the index of the one a read takes, or nil when the account has none.
+    private func newestItem() async throws -> (stored: [FileKeyringItem], index: Int)? {
+        let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) }
+        return items.chosenFileItem(in: stored, for: .toRead).map { (stored, $0) }
     }
 
     /// Leaves exactly one item of the account, holding `value`. Nothing is written when that is
@@ -74,8 +87,7 @@ struct FileAccountItems: Sendable {
     /// The newest item's metadata, with a path that names the file and the item's position in it
     /// (`/file/NAME/N`: not a D-Bus object).
     func info() async throws -> SecretItemInfo? {
-        let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) }
-        guard let index = items.chosenFileItem(in: stored, for: .toRead) else { return nil }
+        guard let (stored, index) = try await newestItem() else { return nil }
         return try stored[index].info(path: Self.itemPath(keyring.path, index))
     }
 

@@ -131,10 +131,7 @@ struct KeychainItems: Sendable {
     /// once (one round trip, as ``read()``), where ``info()`` then a read would take two.
     func infoAndSecret() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
         try validate()
-        return try await operation("read with item info", file: { items in
-            guard let info = try await items.info(), let secret = try await items.read() else { return nil }
-            return (info, secret)
-        }) { items in
+        return try await operation("read with item info", file: { try await $0.infoAndSecret() }) { items in
             try await items.retryingVanishedItem { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
                 let found = try await items.accountItems()
                 guard !found.paths.isEmpty else { return nil }

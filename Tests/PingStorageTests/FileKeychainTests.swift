@@ -57,6 +57,18 @@ struct FileKeychainTests {
             kind: .fileKeyring(path: file.path), reason: "set in KeychainConfiguration"))
     }
 
+    @Test func theStoredItemIsItsMetadataAndItsBytesAsSaved() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let storage = file.storage(Dog.self)
+        #expect(try await storage.storedItem() == nil)
+        try await storage.save(item: lucky)
+        let (info, secret) = try #require(try await storage.storedItem())
+        #expect(info == (try await storage.itemInfo()))
+        #expect(info.attributes == ours)
+        #expect(try JSONDecoder().decode(Dog.self, from: secret.bytes) == lucky)
+    }
+
     @Test func itemsOtherToolsWroteAreFoundCompletedAndDuplicatesCollapsed() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
