@@ -47,24 +47,15 @@ extension SecretServiceError {
         default:
             break
         }
-        // libsecret strips the D-Bus name from errors it passes on, so a session the provider
-        // forgot is recognisable only by its text: gnome-keyring "The session does not exist",
-        // KWallet "Can't find session". A new session fixes it.
+        // Providers name a session they forgot in their own ways, so it is recognised by its text:
+        // gnome-keyring "The session does not exist", KWallet (InvalidObjectPath) "Can't find
+        // session". A new session fixes it.
         let text = error.message.lowercased()
         if text.contains("session"),
            text.contains("does not exist") || text.contains("no such session") || text.contains("find session") {
             return .disconnected(operation, detail: "the provider no longer knows our session: \(detail)", dbusErrorName: name)
         }
         switch error.domain {
-        case .secret:
-            switch error.code {
-            case Int32(SECRET_ERROR_IS_LOCKED.rawValue):
-                return .locked(operation, promptsAllowed: true, detail: detail)
-            case Int32(SECRET_ERROR_NO_SUCH_OBJECT.rawValue):
-                return .itemNotFound(operation, detail: detail)
-            default:
-                return .providerError(operation, detail: detail, dbusErrorName: name)
-            }
         case .io:
             switch error.code {
             case Int32(G_IO_ERROR_CANCELLED.rawValue):

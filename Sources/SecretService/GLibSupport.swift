@@ -2,15 +2,15 @@ internal import CLibSecret
 
 // Ownership of GLib things: the one GError helper and the one GObject owner. Raw pointers,
 // `GError` and GLib reference counts stay in this file, Variants.swift, BusConnection.swift and
-// SessionCrypto.swift; everything above them sees Swift values.
+// SessionKeys.swift (libgcrypt's); everything above them sees Swift values.
 
 /// A `GError`, copied into Swift (the `GError` itself is freed by ``takeGError(_:)``).
 struct CapturedError: Sendable, Hashable {
-    enum Domain: Sendable, Hashable { case secret, io, dbus, other }
+    enum Domain: Sendable, Hashable { case io, dbus, other }
     var domain: Domain
     var code: Int32
-    /// The message with GDBus's "GDBus.Error:name: " prefix removed. GLib and libsecret never put
-    /// secret bytes in error messages.
+    /// The message with GDBus's "GDBus.Error:name: " prefix removed. GLib never puts secret bytes
+    /// in error messages.
     var message: String
     /// The D-Bus error name when the error came from a remote peer.
     var remoteName: String?
@@ -39,8 +39,7 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> CapturedError {
     }
     let quark = error.pointee.domain
     let domain: CapturedError.Domain =
-        quark == clibsecret_secret_error_quark() ? .secret
-        : quark == clibsecret_io_error_quark() ? .io
+        quark == clibsecret_io_error_quark() ? .io
         : quark == clibsecret_dbus_error_quark() ? .dbus : .other
     return CapturedError(
         domain: domain, code: error.pointee.code,
@@ -52,9 +51,8 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> CapturedError {
 ///
 /// `@unchecked Sendable`: the pointer never changes, and the object is used only where its type
 /// allows: a `GDBusConnection` or `GCancellable` from any thread (GIO documents both as
-/// thread-safe), a libsecret `SecretService` on the loop thread, except for the session
-/// encode/decode functions (see ``SessionCrypto``). The last reference is dropped on the loop
-/// thread because GDBus proxies unsubscribe from the main context they were made on.
+/// thread-safe). The last reference is dropped on the loop thread, where the connection's
+/// `closed` signal handler was connected.
 final class GObjectOwner: @unchecked Sendable {
     let raw: UnsafeMutableRawPointer
 
@@ -65,7 +63,7 @@ final class GObjectOwner: @unchecked Sendable {
 
     /// The object, for GObject types Swift imports as opaque (GDBusConnection, GCancellable).
     var opaque: OpaquePointer { OpaquePointer(raw) }
-    /// The object as a pointer to its C struct (SecretService).
+    /// The object as a pointer to its C struct.
     func typed<T>(_ type: T.Type) -> UnsafeMutablePointer<T> { raw.assumingMemoryBound(to: type) }
 
     deinit {

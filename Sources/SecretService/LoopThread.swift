@@ -1,5 +1,4 @@
 internal import CLibSecret
-internal import CGcrypt
 import Locking
 #if canImport(Glibc)
 import Glibc
@@ -9,15 +8,13 @@ import Glibc
 /// private `GMainContext`.
 ///
 /// What runs here, and only here:
-/// - libsecret: opening a transport session (its asynchronous API reports to the thread-default
-///   context of the thread that started it), and releasing its objects;
 /// - every deadline (one shared timer, see ``Deadlines``) and every cancellation: a call that ends
-///   early ends on this thread, so whatever it has to undo (a prompt to dismiss, a libsecret
-///   `GCancellable` to cancel) happens where libsecret runs, never on the caller's thread and
-///   never on the application's default main context;
+///   early ends on this thread, so whatever it has to undo (a prompt to dismiss, a
+///   `GCancellable` to cancel) happens here, never on the caller's thread and never on the
+///   application's default main context;
 /// - opening D-Bus connections, whose `closed` signal is then delivered here.
 ///
-/// Nothing here blocks: libsecret's asynchronous entry points only. D-Bus calls themselves do not
+/// Nothing here blocks: GIO's asynchronous entry points and timers only. D-Bus calls themselves do not
 /// pass through this thread: the calling task sends its message and GDBus's reader thread hands
 /// the reply back (``BusConnection``).
 final class LoopThread: Sendable {
@@ -31,10 +28,6 @@ final class LoopThread: Sendable {
     let deadlines = Deadlines()
 
     private init() {
-        // libsecret initialises libgcrypt on this thread's first session unless it finds it
-        // finished; finishing it here, before the thread exists, keeps the two from racing inside
-        // libgcrypt's unlocked global_init (see CGcrypt.h).
-        _ = cgcrypt_initialize(nil)
         let context = g_main_context_new()!
         self.context = LoopBound(context)
         let started = LoopBound(context)

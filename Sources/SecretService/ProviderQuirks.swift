@@ -4,25 +4,18 @@
 enum ProviderQuirks {
     // MARK: Sessions
 
-    /// Opens a session, coping with two KWallet 5.103 faults:
-    /// - it rejects a DH public key shorter than 128 bytes ("Client public key size is invalid",
-    ///   InvalidArgs), which libsecret sends about one time in 256: a new session has a new key,
-    ///   so the opening is tried up to three times;
-    /// - when the encrypted session cannot be negotiated libsecret falls back to `plain` without
-    ///   saying so: a plain session is tried again twice before it is accepted (calls then refuse
-    ///   it unless the client allows plain transport).
+    /// Opens a session, coping with a KWallet 5.103 fault: when the encrypted session cannot be
+    /// negotiated it may offer `plain` instead, so a plain session is tried again twice before it
+    /// is accepted (calls then refuse it unless the client allows plain transport).
+    ///
+    /// Two more KWallet faults are avoided in ``SessionCrypto`` rather than coped with here: it
+    /// rejects a client public key shorter than 128 bytes (ours are always padded to 128), and it
+    /// derives its key from a shared secret that starts with a zero byte with that byte dropped,
+    /// where libsecret, gnome-keyring and KeePassXC keep it (such a session is never used).
     static func openSession(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
-        var rejectedKeys = 0
         var plainSessions = 0
         while true {
-            let session: SessionCrypto
-            do throws(SecretServiceError) {
-                session = try await SessionCrypto.open(on: bus, owner: owner, deadline: deadline)
-            } catch where rejectedKeys < 2 && isRejectedPublicKey(error) {
-                rejectedKeys += 1
-                SecretServiceDiagnostics.report(.warning, "The keyring service rejected the session's public key (a KWallet quirk): opening another session")
-                continue
-            }
+            let session = try await SessionCrypto.open(on: bus, owner: owner, deadline: deadline)
             if session.isPlain, plainSessions < 2 {
                 plainSessions += 1
                 SecretServiceDiagnostics.report(.warning, "The keyring service offered only a plain session (a KWallet quirk): asking again")
@@ -30,10 +23,6 @@ enum ProviderQuirks {
             }
             return session
         }
-    }
-
-    static func isRejectedPublicKey(_ error: SecretServiceError) -> Bool {
-        error.dbusErrorName == "org.freedesktop.DBus.Error.InvalidArgs" || (error.detail ?? "").contains("public key")
     }
 
     // MARK: Secrets

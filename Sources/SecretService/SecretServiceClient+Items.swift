@@ -103,7 +103,7 @@ extension SecretServiceClient {
             let crypto = try await transport(session, deadline, operation: "write secret")
             return try await unlockingOnce(path.objectPath, session, deadline, operation: "write secret", writing: true) { () async throws(SecretServiceError) in
                 try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
-                                       .tuple([.prebuilt(crypto.encode(value))]),
+                                       .tuple([try crypto.encode(value)]),
                                        operation: "write secret", deadline: deadline).token
             }
         }
@@ -150,7 +150,7 @@ extension SecretServiceClient {
                 if let existing = found.first(where: { _ in true }), found.count == 1 {
                     try await unlockingOnce(existing.objectPath, session, deadline, operation: operation) { () async throws(SecretServiceError) in
                         _ = try await session.call(existing.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
-                                                   .tuple([.prebuilt(crypto.encode(secret))]),
+                                                   .tuple([try crypto.encode(secret)]),
                                                    operation: operation, deadline: deadline)
                     }
                     return CreatedItem(path: existing, changeToken: session.bus.router.token)
@@ -161,7 +161,7 @@ extension SecretServiceClient {
                                                   "org.freedesktop.Secret.Item.Attributes": .attributes(attributes)]
             let reply = try await session.call(
                 collectionPath, "org.freedesktop.Secret.Collection", "CreateItem",
-                .tuple([.properties(properties), .prebuilt(crypto.encode(secret)), .boolean(replacing)]),
+                .tuple([.properties(properties), try crypto.encode(secret), .boolean(replacing)]),
                 operation: operation, deadline: deadline)
             let body = try reply.body("(oo)", in: operation)
             var itemPath = body.child(0).string

@@ -1,93 +1,137 @@
-internal import CLibSecret
+internal import CGcrypt
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 
-/// A transport session with one provider process, negotiated by libsecret: the one thing
-/// SecretService asks libsecret to do. OpenSession (with libsecret's DH key exchange) goes out on
-/// the client's own connection, through a proxy of CLibSecret's `clibsecret_session_open`; after
-/// that, secrets are encrypted and decrypted with libsecret's
-/// `secret_service_encode_dbus_secret` / `secret_service_decode_dbus_secret`.
+/// A transport session with one provider process: how secrets travel in the `(oayays)`
+/// structure. Negotiated with OpenSession on the client's own connection:
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` (the Diffie-Hellman exchange and the AES key in CGcrypt's
+/// session_crypto.c), or `plain` when the provider supports nothing else (it answers NotSupported).
 ///
-/// Threads: the session is opened, and its `SecretService` released, on the loop thread. Encoding
-/// and decoding run on the caller's thread: both only read the session (its key and algorithm,
-/// fixed once it is open) after taking the service's own mutex (`_secret_service_get_session`),
-/// and each uses a libgcrypt cipher handle of its own.
+/// Threads: any. The key is fixed once the session is open and each encryption or decryption opens
+/// its own cipher handle, so calls may run at once.
 final class SessionCrypto: Sendable {
-    private let service: GObjectOwner
+    /// nil for a plain session.
+    private let key: SessionKey?
     /// `plain`, or `dh-ietf1024-sha256-aes128-cbc-pkcs7`.
     let algorithm: String
     /// The session's object path on the provider.
     let path: ObjectPath
 
-    private init(service: GObjectOwner, algorithm: String, path: ObjectPath) {
-        self.service = service
-        self.algorithm = algorithm
+    static let encryptedAlgorithm = "dh-ietf1024-sha256-aes128-cbc-pkcs7"
+    static let plainAlgorithm = "plain"
+
+    private init(key: SessionKey?, path: ObjectPath) {
+        self.key = key
+        self.algorithm = key == nil ? Self.plainAlgorithm : Self.encryptedAlgorithm
         self.path = path
     }
 
-    var isPlain: Bool { algorithm == "plain" }
+    var isPlain: Bool { key == nil }
 
-    /// Opens a session with `owner` over `bus`: one OpenSession round trip.
-    /// - Throws: the provider's refusal, `.timedOut`, `.cancelled`, `.disconnected`.
+    /// Opens a session with `owner` over `bus`: one OpenSession round trip, and a plain one after
+    /// it when the provider does not support encryption.
+    ///
+    /// One exchange in 256 yields a shared secret that starts with a zero byte, which providers
+    /// encode in two ways (and then derive another key from, silently); that session is closed and
+    /// another opened, so a secret is never sent under a key the provider may not share.
+    /// - Throws: the provider's refusal, `.protocolError` for a malformed answer, `.timedOut`,
+    ///   `.cancelled`, `.disconnected`.
     static func open(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
         let operation = "open a session with the keyring"
-        let cancellable = GObjectOwner(adopting: g_cancellable_new())
-        let opened = OneShot<SessionCrypto>(operation: operation, deadline: deadline)
-        // Deadline and cancellation end the wait on the loop thread; libsecret's own cancel
-        // handlers then run there too.
-        opened.onEnd { result in
-            if case .failure = result { g_cancellable_cancel(cancellable.typed(GCancellable.self)) }
-        }
-        let connection = LoopBound(bus.gdbus)
-        return try await opened.value { opened in
-            LoopThread.shared.perform {
-                clibsecret_session_open(connection.value.opaque, owner, cancellable.typed(GCancellable.self), AsyncCallback.trampoline,
-                                        AsyncCallback.userData { result in
-                    var error: UnsafeMutablePointer<GError>?
-                    guard let service = clibsecret_session_open_finish(result, &error) else {
-                        let captured = error.map(takeGError)
-                            ?? CapturedError(domain: .other, code: 0, message: "no session and no error", remoteName: nil, domainName: "")
-                        opened.finish(.failure(.translating(captured, operation: operation, phase: .openingSession)))
-                        return
-                    }
-                    let owner = GObjectOwner(adopting: service)
-                    let algorithm = secret_service_get_session_algorithms(service).map { String(cString: $0) } ?? "plain"
-                    guard let rawPath = secret_service_get_session_dbus_path(service),
-                          let path = try? ObjectPath(String(cString: rawPath)) else {
-                        opened.finish(.failure(.protocolError(operation, detail: "the session has no valid object path")))
-                        return
-                    }
-                    opened.finish(.success(SessionCrypto(service: owner, algorithm: algorithm, path: path)))
-                })
+        try initializeCrypto(operation)
+        for _ in 0..<4 {
+            guard let pair = DHPair() else {
+                throw .localCrypto(operation, detail: "libgcrypt could not make a Diffie-Hellman key pair")
             }
+            let reply: Reply
+            do throws(SecretServiceError) {
+                reply = try await openSession(on: bus, owner: owner, Self.encryptedAlgorithm,
+                                              .variant(.bytes(pair.publicKey)), operation: operation, deadline: deadline)
+            } catch where error.dbusErrorName == "org.freedesktop.DBus.Error.NotSupported" {
+                let plain = try await openSession(on: bus, owner: owner, Self.plainAlgorithm, .variant(.string("")),
+                                                  operation: operation, deadline: deadline)
+                return SessionCrypto(key: nil, path: try sessionPath(plain, operation))
+            }
+            let path = try sessionPath(reply, operation)
+            let output = try reply.body("(vo)", in: operation).child(0).unboxed
+            guard output.isOfType("ay") else {
+                throw .protocolError(operation, detail: "OpenSession answered \(output.typeString) where the provider's public key (ay) was expected")
+            }
+            switch pair.derive(peerKey: output) {
+            case .derived(let key):
+                return SessionCrypto(key: key, path: path)
+            case .ambiguous:
+                SecretServiceDiagnostics.report(.debug, "The session's shared secret starts with a zero byte, which providers encode differently: opening another")
+                bus.sendWithoutReply(MethodCall(destination: owner, path: path, interface: "org.freedesktop.Secret.Session",
+                                                member: "Close"))
+            case .invalidPeerKey:
+                throw .protocolError(operation, detail: "the provider's Diffie-Hellman public key is out of range")
+            case .failed:
+                throw .localCrypto(operation, detail: "libgcrypt could not derive the session key")
+            }
+        }
+        throw .protocolError(operation, detail: "four sessions in a row had a shared secret starting with a zero byte")
+    }
+
+    private static func openSession(on bus: BusConnection, owner: String, _ algorithm: String, _ input: Argument,
+                                    operation: String, deadline: Deadline) async throws(SecretServiceError) -> Reply {
+        try await bus.call(MethodCall(destination: owner, path: .service, interface: "org.freedesktop.Secret.Service",
+                                      member: "OpenSession", arguments: .tuple([.string(algorithm), input])),
+                           operation: operation, phase: .openingSession, deadline: deadline)
+    }
+
+    private static func sessionPath(_ reply: Reply, _ operation: String) throws(SecretServiceError) -> ObjectPath {
+        let path = try reply.body("(vo)", in: operation).child(1).string
+        guard let checked = try? ObjectPath(path), checked != .none else {
+            throw .protocolError(operation, detail: "the session has no valid object path")
+        }
+        return checked
+    }
+
+    /// The one process-wide libgcrypt initialisation (see CGcrypt.h), before the first key pair.
+    private static func initializeCrypto(_ operation: String) throws(SecretServiceError) {
+        var version: UnsafePointer<CChar>?
+        if cgcrypt_initialize(&version) == CGCRYPT_STARTED_ELSEWHERE || version == nil {
+            throw .localCrypto(operation, detail: "libgcrypt is being initialised elsewhere in the process, or could not be")
         }
     }
 
     /// The `(oayays)` structure that carries `value` in this session (encrypted unless plain).
-    /// From any thread.
-    func encode(_ value: SecretValue) -> Variant {
-        let secret = value.bytes.withUnsafeBytes { buffer in
-            // secret_value_new copies into libsecret's non-pageable memory, wiped when freed.
-            let base = buffer.baseAddress?.assumingMemoryBound(to: gchar.self)
-            return "".withCString { empty in secret_value_new(base ?? empty, gssize(buffer.count), value.contentType)! }
+    /// - Throws: `.providerError` when libgcrypt cannot encrypt (out of secure memory).
+    func encode(_ value: SecretValue) throws(SecretServiceError) -> Argument {
+        guard let key else {
+            return .tuple([.objectPath(path), .bytes(Data()), .bytes(value.bytes), .string(value.contentType)])
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(secret)) }
-        return Variant(retaining: secret_service_encode_dbus_secret(service.typed(SecretService.self), secret))
+        guard let (iv, ciphertext) = key.encrypt(value.bytes) else {
+            throw .localCrypto("encrypt the secret for the keyring", detail: "libgcrypt could not encrypt")
+        }
+        return .tuple([.objectPath(path), .bytes(iv), .bytes(ciphertext), .string(value.contentType)])
     }
 
-    /// The secret carried by a `(oayays)` structure, or nil when it cannot be decrypted with this
-    /// session's key. From any thread.
+    /// The secret carried by a `(oayays)` structure, or nil when it was not sent in this session
+    /// or cannot be decrypted with its key.
     func decode(_ structure: Variant) -> SecretValue? {
-        guard let decoded = secret_service_decode_dbus_secret(service.typed(SecretService.self), structure.pointer) else {
-            return nil
+        guard structure.isOfType("(oayays)"), structure.child(0).string == path.rawValue else { return nil }
+        let parameters = structure.child(1), value = structure.child(2)
+        let contentType = structure.child(3).string
+        guard let key else {
+            return value.withBytes { SecretValue(bytes: Data($0), contentType: contentType) }
         }
-        defer { secret_value_unref(UnsafeMutableRawPointer(decoded)) }
-        var length: gsize = 0
-        let bytes = secret_value_get(decoded, &length)
-        let contentType = secret_value_get_content_type(decoded).map { String(cString: $0) } ?? ""
-        return SecretValue(bytes: bytes.map { Data(bytes: $0, count: Int(length)) } ?? Data(), contentType: contentType)
+        return parameters.withBytes { iv in
+            value.withBytes { ciphertext in key.decrypt(ciphertext, iv: iv) }
+        }.map { SecretValue(bytes: $0, contentType: contentType) }
+    }
+}
+
+extension SecretServiceError {
+    /// libgcrypt failed in this process (not the provider's doing).
+    static func localCrypto(_ operation: String, detail: String) -> SecretServiceError {
+        SecretServiceError(.providerError, operation: operation,
+                           message: "The keyring session's encryption failed in this process.",
+                           recovery: "Try again; if it keeps failing, check that libgcrypt works in this process.",
+                           detail: detail)
     }
 }

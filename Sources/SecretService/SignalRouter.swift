@@ -124,7 +124,7 @@ final class SignalRouter: Sendable {
             }
             return (pending, ChangeToken(connection: connectionID, count: state.changes))
         }) else {
-            return false  // not ours: libsecret's own call (its session opening)
+            return false  // not a reply to any call we sent
         }
         defer { g_object_unref(UnsafeMutableRawPointer(message)) }
         if isError {

@@ -1,4 +1,9 @@
 internal import CLibSecret
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 // GVariant in and out: message bodies are described as `Argument` values and built here; replies
 // are read through `Variant`. GVariant is immutable and its reference counting is thread-safe
@@ -20,11 +25,10 @@ indirect enum Argument: Sendable {
     /// `v`.
     case variant(Argument)
     case tuple([Argument])
-    /// A value built elsewhere (an encoded secret), used once.
-    case prebuilt(Variant)
+    /// `ay`.
+    case bytes(Data)
 
-    /// A new floating GVariant (for `.prebuilt`, a borrowed one: a container or a message takes
-    /// its own reference, so nothing leaks either way).
+    /// A new floating GVariant.
     func build() -> OpaquePointer {
         switch self {
         case .string(let string): return g_variant_new_string(string)!
@@ -46,7 +50,8 @@ indirect enum Argument: Sendable {
         case .tuple(let children):
             var built: [OpaquePointer?] = children.map { $0.build() }
             return built.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, gsize($0.count))! }
-        case .prebuilt(let variant): return variant.pointer
+        case .bytes(let bytes):
+            return bytes.withUnsafeBytes { g_variant_new_fixed_array(variantType("y"), $0.baseAddress, gsize($0.count), 1)! }
         }
     }
 
@@ -101,6 +106,14 @@ final class Variant: @unchecked Sendable {
 
     /// The content of a `v`.
     var unboxed: Variant { Variant(adopting: g_variant_get_variant(pointer)!) }
+
+    /// The bytes of an `ay` (empty for any other type), valid during `body`: no copy is made.
+    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        guard isOfType("ay") else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        var count: gsize = 0
+        let base = g_variant_get_fixed_array(pointer, &count, 1)
+        return body(UnsafeRawBufferPointer(start: base, count: Int(count)))
+    }
 
     /// An `ao` or `as` as strings.
     var strings: [String] { children.map(\.string) }

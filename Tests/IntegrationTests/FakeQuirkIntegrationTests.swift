@@ -206,6 +206,27 @@ extension Integration {
             #expect(try await storage.get() == "ours")
         }
 
+        // MARK: stripped-shared-secret: a session whose two sides hold different keys
+
+        /// One DH exchange in 256 gives a shared secret that starts with a zero byte; KWallet
+        /// derives its key with that byte dropped, libsecret (and the others) with it kept, and
+        /// neither side notices. The client refuses such a session and opens another, so what it
+        /// saves is what the provider stores, and it reads it back.
+        @Test func aSessionWhoseKeyProvidersDisagreeOnIsNeverUsed() async throws {
+            try Harness.requireHarness()
+            let fake = try await FakeSecretServiceInstance()
+            try fake.scenario("stripped-shared-secret", "times=1")
+            let client = fake.client()
+            let value = "saved through the second session"
+            let item = try await createItem(client, value)
+            let state = try fake.state()
+            #expect(state.strippedLeft == 0, "the first session was the disagreeing one")
+            #expect(state.sessionsOpened == 2, "it was refused and another opened")
+            #expect(state.sessions.count == 1, "the refused one was closed: \(state.sessions.map(\.path))")
+            #expect(try fake.items().first { $0.path == item.rawValue }?.secret == Data(value.utf8))
+            #expect(try await client.secret(of: item).value.bytes == Data(value.utf8))
+        }
+
         // MARK: garbled-secret: an unlocked item's secret the session key cannot decrypt
 
         @Test func garbledSecretOpensANewSessionAndReadsTheValue() async throws {

@@ -206,6 +206,7 @@ struct FakeState: Decodable {
     var sessions: [Session]
     var sessionsOpened: Int
     var garbledLeft: Int
+    var strippedLeft: Int
     var calls: [String: Int]
 
     func collection(_ path: String) -> Collection? { collections.first { $0.path == path } }

@@ -130,18 +130,6 @@ extension Integration {
             #expect(client.connectionExitsOnClose == false)
         }
 
-        /// The session type is registered once per process: this test module asks for it after the
-        /// library (another module) opened a session with it, and gets the same, named type.
-        @Test func theSessionTypeIsOneTypeForEveryModule() async throws {
-            try Harness.requireHarness()
-            let client = SecretServiceClient()
-            _ = try await client.collectionInfo(.default)  // opens a session: the library registered the type
-            let type = clibsecret_session_get_type()
-            #expect(type != 0)
-            #expect(type == g_type_from_name("CLibSecretSession"))
-            #expect(String(cString: g_type_name(type)) == "CLibSecretSession")
-        }
-
         /// A call waiting on a connection whose bus closes ends at once with `.disconnected`.
         @Test func aClosedConnectionEndsItsCallsAtOnce() async throws {
             try Harness.requireHarness()

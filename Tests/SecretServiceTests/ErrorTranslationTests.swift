@@ -43,9 +43,7 @@ struct ErrorTranslationTests {
         #expect(!translated.message.contains("org.example"), "and kept out of the user's message")
     }
 
-    @Test func libsecretAndGioDomainsMapToTheirCodes() {
-        #expect(code(local(.secret, 2)) == .locked)
-        #expect(code(local(.secret, 3)) == .itemNotFound)
+    @Test func gioDomainsMapToTheirCodes() {
         #expect(code(local(.io, 24)) == .timedOut)
         #expect(code(local(.io, 18)) == .disconnected)
         #expect(code(local(.io, 19)) == .cancelled)

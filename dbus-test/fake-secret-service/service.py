@@ -122,6 +122,7 @@ SCENARIOS = {
     'kwallet-locked': {'prompt': 'none', 'delay': '0.1'},
     'refuses-provider-attributes': {},
     'garbled-secret': {'times': '1'},
+    'stripped-shared-secret': {'times': '1'},
 }
 # What Prompt() does in the scenarios that lock `login`.
 PROMPT_OUTCOMES = {
@@ -319,16 +320,25 @@ class Session:
             raise invalid_args(f'cannot decrypt the secret: {e}')
 
 
-def dh_key_exchange(client_public):
-    """Returns (our public key, AES key) for the client's public key (big-endian bytes)."""
+def dh_key_exchange(client_public, stripped=False):
+    """Returns (our public key, AES key) for the client's public key (big-endian bytes).
+
+    stripped: make the shared secret start with a zero byte (a private key is drawn until it
+    does, 256 draws on average) and derive the key from it with that byte dropped, as KWallet
+    does; the client cannot tell from the answer."""
     peer = int.from_bytes(bytes(client_public), 'big')
     if not 1 < peer < DH_PRIME - 1:
         raise invalid_args('invalid DH public key')
-    private = secrets.randbelow(DH_PRIME - 3) + 2
+    while True:
+        # 256-bit exponents while searching keep the draws cheap; the group is a safe prime.
+        private = secrets.randbits(256) | 1 << 255 if stripped else secrets.randbelow(DH_PRIME - 3) + 2
+        shared = pow(peer, private, DH_PRIME).to_bytes(DH_BYTES, 'big')
+        if not stripped or shared[0] == 0:
+            break
     public = pow(2, private, DH_PRIME).to_bytes(DH_BYTES, 'big')
     # libsecret 0.20.5 pads the shared secret to the prime's length before HKDF.
-    shared = pow(peer, private, DH_PRIME).to_bytes(DH_BYTES, 'big')
-    key = HKDF(algorithm=hashes.SHA256(), length=16, salt=None, info=b'').derive(shared)
+    key = HKDF(algorithm=hashes.SHA256(), length=16, salt=None, info=b'').derive(
+        shared.lstrip(b'\0') if stripped else shared)
     return public, key
 
 
@@ -347,6 +357,7 @@ class Fake:
         self.calls = {}            # method name -> how many calls arrived (since start or reset)
         self.sessions_opened = 0   # successful OpenSession calls (since start or reset)
         self.garbled_left = 0      # garbled-secret: secrets still to answer garbled
+        self.stripped_left = 0     # stripped-shared-secret: sessions still to open that way
         self.scenario = Scenario('normal')
         # A scenario from the environment waits for the harness's readiness probe (see README).
         self.pending = scenario if scenario.name != 'normal' else None
@@ -362,6 +373,7 @@ class Fake:
         self.scenario = scenario
         log(f'scenario {scenario}')
         self.garbled_left = scenario.times if scenario.name == 'garbled-secret' else 0
+        self.stripped_left = scenario.times if scenario.name == 'stripped-shared-secret' else 0
         if scenario.name == 'normal':
             self.set_locked(set(self.store.collections), False)
         if scenario.locks_login and LOGIN in self.store.collections:
@@ -486,7 +498,9 @@ class Fake:
         if algorithm == PLAIN:
             session, output = Session(path, client, PLAIN), dbus.String('', variant_level=1)
         elif algorithm == DH_AES and self.scenario.name != 'plain-only':
-            public, key = dh_key_exchange(argument)
+            stripped = self.stripped_left > 0
+            self.stripped_left -= stripped
+            public, key = dh_key_exchange(argument, stripped)
             session, output = Session(path, client, DH_AES, key), dbus.ByteArray(public)
         else:
             raise not_supported(f'algorithm {algorithm} is not supported')
@@ -616,6 +630,7 @@ class Fake:
                              'active': self.pending is None},
                 'collections': collections, 'items': items, 'sessions': sessions,
                 'sessions_opened': self.sessions_opened, 'garbled_left': self.garbled_left,
+                'stripped_left': self.stripped_left,
                 'calls': dict(sorted(self.calls.items()))}
 
 

@@ -39,4 +39,69 @@ cgcrypt_role cgcrypt_initialize(const char **version);
 /// `cgcrypt_initialize`. The corresponding C function is gcry_check_version.
 int cgcrypt_version_at_least(const char *minimum);
 
+// MARK: Secret Service transport sessions (session_crypto.c)
+//
+// The dh-ietf1024-sha256-aes128-cbc-pkcs7 algorithm of the Secret Service specification:
+// Diffie-Hellman in the RFC 2409 1024-bit MODP group (generator 2), public keys as big-endian
+// bytes; HKDF-SHA256 with no salt and no info over the shared secret (128 bytes, big-endian) gives
+// a 16-byte AES key; each secret is AES-128-CBC with PKCS#7 padding and a fresh 16-byte IV.
+// Nothing here knows D-Bus. Key material stays in libgcrypt's secure memory and is wiped when
+// freed. A pair and a key are immutable once made: any thread may use them at once; each call
+// opens its own cipher handle. Call `cgcrypt_initialize` before any of these.
+
+/// The length of a public key in this group, and of the shared secret.
+#define CGCRYPT_DH_KEY_BYTES 128
+/// Our private exponents are this long. The group is a safe prime, so an exponent of twice the
+/// security wanted is enough (RFC 3526 §8, NIST SP 800-56A's 2s bits): 256 bits is more than the
+/// 80-bit strength of a 1024-bit group, and each modular exponentiation costs a quarter of a
+/// full-length one (libsecret draws 1024 bits).
+#define CGCRYPT_DH_EXPONENT_BITS 256
+#define CGCRYPT_SESSION_KEY_BYTES 16
+#define CGCRYPT_SESSION_IV_BYTES 16
+
+/// A Diffie-Hellman key pair (the private exponent, and the public key).
+typedef struct cgcrypt_dh_pair cgcrypt_dh_pair;
+/// A session's 16-byte AES key.
+typedef struct cgcrypt_session_key cgcrypt_session_key;
+
+typedef enum {
+    CGCRYPT_DH_DERIVED = 0,
+    /// The peer's public key is not in 2...p-2.
+    CGCRYPT_DH_PEER_INVALID = 1,
+    /// The shared secret starts with a zero byte, which implementations encode in two ways
+    /// (kept or stripped) and so derive two different keys from: use another session.
+    CGCRYPT_DH_SECRET_AMBIGUOUS = 2,
+    /// libgcrypt failed (out of secure memory).
+    CGCRYPT_DH_FAILED = 3,
+} cgcrypt_dh_status;
+
+/// A new key pair with a random CGCRYPT_DH_EXPONENT_BITS-bit exponent, or NULL when libgcrypt
+/// cannot allocate it. Free with `cgcrypt_dh_free`.
+cgcrypt_dh_pair *cgcrypt_dh_generate(void);
+/// A key pair with the given private exponent (big-endian), for known-answer tests only.
+cgcrypt_dh_pair *cgcrypt_dh_pair_with_private_exponent(const unsigned char *exponent, size_t length);
+/// The public key: always CGCRYPT_DH_KEY_BYTES bytes, zero-padded on the left (some providers
+/// refuse a shorter one). Valid while the pair lives.
+const unsigned char *cgcrypt_dh_public_key(const cgcrypt_dh_pair *pair);
+void cgcrypt_dh_free(cgcrypt_dh_pair *pair);
+
+/// Derives the session key from the peer's public key (big-endian; leading zeros allowed).
+/// On CGCRYPT_DH_DERIVED `*key` is the key (free with `cgcrypt_session_key_free`); otherwise NULL.
+cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned char *peer_key, size_t peer_length,
+                                    cgcrypt_session_key **key);
+void cgcrypt_session_key_free(cgcrypt_session_key *key);
+
+/// The ciphertext length for `plaintext_length` bytes: the next multiple of 16 above it.
+size_t cgcrypt_session_encrypted_length(size_t plaintext_length);
+/// Pads and encrypts `plaintext` into `out` (cgcrypt_session_encrypted_length(length) bytes; the
+/// plaintext is copied there and encrypted in place) with a fresh IV written to `iv`. Returns 1,
+/// or 0 (and `out` wiped) when libgcrypt failed.
+int cgcrypt_session_encrypt(const cgcrypt_session_key *key, const unsigned char *plaintext, size_t length,
+                            unsigned char iv[CGCRYPT_SESSION_IV_BYTES], unsigned char *out);
+/// Decrypts `ciphertext` into `out` (`length` bytes) and checks its padding. Returns the
+/// plaintext's length (the first bytes of `out`), or -1 (and `out` wiped) when the IV is not 16
+/// bytes, the length is not a positive multiple of 16, or the padding is wrong (another key).
+long cgcrypt_session_decrypt(const cgcrypt_session_key *key, const unsigned char *iv, size_t iv_length,
+                             const unsigned char *ciphertext, size_t length, unsigned char *out);
+
 #endif
