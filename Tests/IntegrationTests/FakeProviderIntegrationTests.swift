@@ -153,12 +153,12 @@ extension Integration {
             let storage = fake.storage(account)
             try await storage.save(item: "kept")
             #expect(try await storage.get() == "kept")
-            let opened = try fake.state().sessionsOpened
+            let opened = try fake.state().sessionsKept
             try fake.scenario("no-session-after-restart")
             #expect(try await storage.get() == "kept")
             try await storage.save(item: "changed")
             #expect(try await storage.get() == "changed")
-            #expect(try fake.state().sessionsOpened == opened + 1, "one new session, for the first call after the switch")
+            #expect(try fake.state().sessionsKept == opened + 1, "one new session, for the first call after the switch")
         }
     }
 }

@@ -210,6 +210,11 @@ struct FakeState: Decodable {
     var calls: [String: Int]
 
     func collection(_ path: String) -> Collection? { collections.first { $0.path == path } }
+
+    /// Sessions opened and not closed by the client: the client closes the one session in 256
+    /// whose shared secret starts with a zero byte and opens another (SessionCrypto), so counts of
+    /// sessions the client went on to use are taken here, not from `sessionsOpened`.
+    var sessionsKept: Int { sessionsOpened - (calls["Close"] ?? 0) }
 }
 
 /// A process whose stdout and stderr go to one log file, that can tell whether it has exited.
