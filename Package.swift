@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // PingStorage for Linux: the storage API of Ping Identity's iOS SDK, with KeychainStorage backed by
-// the freedesktop Secret Service through libsecret.
+// the freedesktop Secret Service (D-Bus through GLib's GDBus, the transport encryption on libgcrypt).
 import PackageDescription
 
 let package = Package(
@@ -14,23 +14,23 @@ let package = Package(
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
     targets: [
-        // Layer 1: libsecret, GLib and GIO as the one Clang module SecretService imports, with the
-        // little C that Swift cannot express (CLibSecret), and the pkg-config flags it builds with.
+        // Layer 1: GLib and GIO as the one Clang module SecretService imports, with the little C
+        // that Swift cannot express (CGLib), and the pkg-config flags it builds with.
         .systemLibrary(
-            name: "CLibSecretSystem",
-            pkgConfig: "libsecret-1",
-            providers: [.apt(["libsecret-1-dev", "libglib2.0-dev"])]
+            name: "CGLibSystem",
+            pkgConfig: "gio-unix-2.0",
+            providers: [.apt(["libglib2.0-dev"])]
         ),
-        .target(name: "CLibSecret", dependencies: ["CLibSecretSystem"]),
-        // libgcrypt (already a dependency of libsecret; Debian: libgcrypt20-dev), and the one
-        // process-wide initialisation of it that SecretService and PingStorageCrypto both use.
+        .target(name: "CGLib", dependencies: ["CGLibSystem"]),
+        // libgcrypt (Debian: libgcrypt20-dev), the one process-wide initialisation of it that
+        // SecretService and PingStorageCrypto both use, and the Secret Service's transport encryption.
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
         // The package's one lock type.
         .target(name: "Locking"),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
         .target(name: "PingStorageCrypto", dependencies: ["CGcrypt", "Locking"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
-        .target(name: "SecretService", dependencies: ["CLibSecret", "CGcrypt", "Locking"]),
+        .target(name: "SecretService", dependencies: ["CGLib", "CGcrypt", "Locking"]),
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger"),
@@ -63,10 +63,10 @@ let package = Package(
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger"]),
-        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CLibSecret", "file-keyring-probe"]),
+        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CGLib", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "FileKeyring", "CLibSecret", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]
+            dependencies: ["PingStorage", "SecretService", "FileKeyring", "CGLib", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]
         ),
         // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
         .testTarget(name: "HarnessTests"),

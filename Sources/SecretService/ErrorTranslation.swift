@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 
 /// Where in its life a call failed: the same D-Bus error means different things while looking
 /// for the provider (ServiceUnknown: there is none) and later (ServiceUnknown: the provider we

@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 
 // Ownership of GLib things: the one GError helper and the one GObject owner. Raw pointers,
 // `GError` and GLib reference counts stay in this file, Variants.swift, BusConnection.swift and
@@ -39,8 +39,8 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> CapturedError {
     }
     let quark = error.pointee.domain
     let domain: CapturedError.Domain =
-        quark == clibsecret_io_error_quark() ? .io
-        : quark == clibsecret_dbus_error_quark() ? .dbus : .other
+        quark == cglib_io_error_quark() ? .io
+        : quark == cglib_dbus_error_quark() ? .dbus : .other
     return CapturedError(
         domain: domain, code: error.pointee.code,
         message: error.pointee.message.map { String(cString: $0) } ?? "unknown error",

@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 import Locking
 #if canImport(Glibc)
 import Glibc

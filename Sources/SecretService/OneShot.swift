@@ -6,7 +6,7 @@ import Locking
 ///
 /// - The deadline is kept by ``Deadlines`` (one timer on the loop thread).
 /// - Cancellation always ends the wait on the loop thread (``LoopThread``): what has to be undone
-///   then (dismissing a prompt, cancelling libsecret's `GCancellable`) runs where libsecret runs.
+///   then (dismissing a prompt, cancelling a `GCancellable`) runs there too.
 /// - ``onEnd`` runs once, right after the wait ended, on the thread that ended it; it is where a
 ///   starter undoes what it set up (a reply registration, a prompt).
 package final class OneShot<Value: Sendable>: Sendable {

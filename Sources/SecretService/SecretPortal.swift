@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif

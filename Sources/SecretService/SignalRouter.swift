@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 import Locking
 
 /// What the message filter of one ``BusConnection`` does, and the state it keeps: the calls

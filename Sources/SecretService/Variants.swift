@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

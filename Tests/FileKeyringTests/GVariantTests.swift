@@ -1,4 +1,4 @@
-import CLibSecret
+import CGLib
 import Foundation
 import Testing
 

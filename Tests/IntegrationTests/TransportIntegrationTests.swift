@@ -1,4 +1,4 @@
-internal import CLibSecret
+internal import CGLib
 import Foundation
 import PingStorage
 import SecretService
