@@ -162,12 +162,6 @@ struct TestFailure: Error, CustomStringConvertible {
 private func bytesVariant(_ bytes: Data) -> Variant { Variant(retaining: Argument.bytes(bytes).build()) }
 
 private func hex(_ text: String) -> Data {
-    var bytes = Data()
-    var index = text.startIndex
-    while index < text.endIndex {
-        let next = text.index(index, offsetBy: 2)
-        bytes.append(UInt8(text[index..<next], radix: 16)!)
-        index = next
-    }
-    return bytes
+    let digits = Array(text.utf8)
+    return Data(stride(from: 0, to: digits.count, by: 2).map { UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)! })
 }

@@ -3,14 +3,16 @@
 // Why this target has C code:
 // - `gcry_control` is variadic, so Swift cannot call it; the functions below wrap the commands
 //   the package uses.
-// - libgcrypt must be initialised once per process, and libsecret (in the same process)
-//   initialises it too, under a lock of its own (g_once in egg_libgcrypt_initialize). libgcrypt
+// - libgcrypt must be initialised once per process, and libsecret (when the application uses it
+//   too) initialises it as well, under a lock of its own (g_once in egg_libgcrypt_initialize). libgcrypt
 //   1.10's global_init takes no lock: it marks initialisation as started before it has decided
 //   FIPS mode, so a second thread inside that window gets GPG_ERR_NOT_OPERATIONAL from
 //   gcry_cipher_open or an abort() from gcry_create_nonce. `cgcrypt_initialize` is therefore one
 //   process-wide once, in a .c file (a `static inline` in a header would be one copy per
-//   importing module), that every user in this package calls before it touches libgcrypt or
-//   starts libsecret. Once it has run, libsecret finds libgcrypt finished and leaves it alone.
+//   importing module), that every user in this package calls before it touches libgcrypt. Once
+//   it has run, libsecret finds libgcrypt finished and leaves it alone.
+// - The Secret Service's transport encryption (session_crypto.c) works on libgcrypt's MPIs and
+//   secure memory, raw pointers throughout; Swift holds only the opaque pair and key.
 #ifndef CGCRYPT_H
 #define CGCRYPT_H
 
