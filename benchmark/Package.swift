@@ -35,6 +35,8 @@ let package = Package(
         // A process holding KeychainStorage instances for N accounts: its RSS per account.
         .executableTarget(name: "accounts-rss",
                           dependencies: ["BenchmarkSupport", .product(name: "PingStorage", package: "PingStorage")]),
+        // A Swift program that only prints one line: the floor of a Swift tool's `--help`.
+        .executableTarget(name: "swift-hello"),
         // (tools/spawn-measure.c, the cold-start launcher, is compiled by benchmark/run with clang
         // alone: as a SwiftPM target it would link the Swift runtime; see its header comment.)
     ],

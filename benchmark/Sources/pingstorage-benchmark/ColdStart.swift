@@ -79,12 +79,14 @@ struct ColdStartBenchmark {
         return (Double(fields[1]) * 1e-9, Int(fields[2]))
     }
 
-    /// The commands of issue 15: the spawn floor, `secret-tool lookup` and `--help`, coldstart-get,
+    /// The commands of issue 15: the spawn floor, the Swift floor, `secret-tool lookup` and `--help`, coldstart-get,
     /// and `get --account` and `--help` of each ping-keyring build, all on the item of `account`.
-    static func commands(account: String, secretTool: String, coldStartGet: String,
+    static func commands(account: String, secretTool: String, coldStartGet: String, swiftHello: String,
                          pingKeyring: [(label: String, path: String)]) -> [Command] {
         var commands = [
             Command(id: "floor.true", label: "/bin/true (the launcher's floor)", arguments: ["/bin/true"]),
+            Command(id: "floor.swift-hello", label: "swift-hello (a Swift program printing one line)",
+                    arguments: [swiftHello]),
             Command(id: "secret-tool.lookup", label: "secret-tool lookup",
                     arguments: [secretTool, "lookup", "service", Bench.service, "account", account]),
             Command(id: "secret-tool.help", label: "secret-tool --help", arguments: [secretTool, "--help"],

@@ -40,7 +40,8 @@ extension PingStorageBenchmark {
         guard let secretTool = executableInPath("secret-tool") else { throw BenchmarkError("secret-tool is not in PATH") }
         if let launcher = options.spawnMeasure {
             let commands = ColdStartBenchmark.commands(account: account, secretTool: secretTool,
-                                                       coldStartGet: try tool("coldstart-get"), pingKeyring: options.pingKeyring)
+                                                       coldStartGet: try tool("coldstart-get"), swiftHello: try tool("swift-hello"),
+                                                       pingKeyring: options.pingKeyring)
             results.coldStartRounds = options.coldStartRounds
             results.coldStart = try await ColdStartBenchmark(launcher: launcher, commands: commands,
                                                              rounds: options.coldStartRounds)

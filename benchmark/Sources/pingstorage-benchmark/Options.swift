@@ -31,7 +31,7 @@ extension PingStorageBenchmark {
         var concurrentRounds = 5
         /// Issue 15: items in the login collection, and rounds at each size.
         var scaleSizes = [10, 1000, 5000]
-        var scaleRounds = 5
+        var scaleRounds = 15
         /// Issue 15: items each population approach adds in the trial (at the second size).
         var populationTrialItems = 20
 
