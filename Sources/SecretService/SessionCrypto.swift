@@ -1,4 +1,3 @@
-internal import CGcrypt
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -41,7 +40,7 @@ final class SessionCrypto: Sendable {
     ///   `.cancelled`, `.disconnected`.
     static func open(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
         let operation = "open a session with the keyring"
-        try initializeCrypto(operation)
+        if let reason = DHPair.libraryUnavailability { throw .localCrypto(operation, detail: reason) }
         for _ in 0..<4 {
             guard let pair = DHPair() else {
                 throw .localCrypto(operation, detail: "libgcrypt could not make a Diffie-Hellman key pair")
@@ -89,14 +88,6 @@ final class SessionCrypto: Sendable {
             throw .protocolError(operation, detail: "the session has no valid object path")
         }
         return checked
-    }
-
-    /// The one process-wide libgcrypt initialisation (see CGcrypt.h), before the first key pair.
-    private static func initializeCrypto(_ operation: String) throws(SecretServiceError) {
-        var version: UnsafePointer<CChar>?
-        if cgcrypt_initialize(&version) == CGCRYPT_STARTED_ELSEWHERE || version == nil {
-            throw .localCrypto(operation, detail: "libgcrypt is being initialised elsewhere in the process, or could not be")
-        }
     }
 
     /// The `(oayays)` structure that carries `value` in this session (encrypted unless plain).

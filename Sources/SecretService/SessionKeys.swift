@@ -15,13 +15,13 @@ final class DHPair {
 
     /// A new random pair, or nil when libgcrypt is not usable or cannot allocate one.
     init?() {
-        guard Self.libraryIsReady, let pair = cgcrypt_dh_generate() else { return nil }
+        guard Self.libraryUnavailability == nil, let pair = cgcrypt_dh_generate() else { return nil }
         self.pair = pair
     }
 
     /// A pair with a given private exponent (big-endian), for known-answer tests.
     init?(privateExponent: [UInt8]) {
-        guard Self.libraryIsReady, let pair = privateExponent.withUnsafeBufferPointer({
+        guard Self.libraryUnavailability == nil, let pair = privateExponent.withUnsafeBufferPointer({
             cgcrypt_dh_pair_with_private_exponent($0.baseAddress, $0.count)
         }) else { return nil }
         self.pair = pair
@@ -29,10 +29,14 @@ final class DHPair {
 
     deinit { cgcrypt_dh_free(pair) }
 
-    /// Whether the process-wide initialisation of libgcrypt (CGcrypt.h) has finished.
-    private static var libraryIsReady: Bool {
+    /// Runs the process-wide initialisation of libgcrypt (CGcrypt.h) if nobody has; nil once it
+    /// has finished, otherwise why libgcrypt cannot be used yet.
+    static var libraryUnavailability: String? {
         var version: UnsafePointer<CChar>?
-        return cgcrypt_initialize(&version) != CGCRYPT_STARTED_ELSEWHERE && version != nil
+        if cgcrypt_initialize(&version) == CGCRYPT_STARTED_ELSEWHERE {
+            return "libgcrypt is being initialised by another part of the process; try again"
+        }
+        return version == nil ? "libgcrypt could not be initialised" : nil
     }
 
     /// The public key: always 128 bytes.
