@@ -30,7 +30,6 @@ import Testing
 
     @Test("twoProcesses: 2 processes × 100 transactions, every item present at the end")
     func twoProcessesWriting() async throws {
-        defer { directory.cleanUp() }
         // Start from an existing file, so neither process races to create it.
         try makeKeyring(path).modify { _ in }
         let first = startProbe(["add", path, "first", "100"])
@@ -53,7 +52,6 @@ import Testing
 
     @Test("twoProcesses: creating the file at once loses nothing either")
     func twoProcessesCreating() async throws {
-        defer { directory.cleanUp() }
         let first = startProbe(["add", path, "first", "20"])
         let second = startProbe(["add", path, "second", "20"])
         #expect(try await first.value == 0)
@@ -63,7 +61,6 @@ import Testing
 
     @Test("anotherProcess holding the lock: our transaction times out, then succeeds once it is released")
     func heldLockTimesOut() async throws {
-        defer { directory.cleanUp() }
         try makeKeyring(path).modify { items in
             items = [FileKeyringItem(label: "before", attributes: ["probe": "before"], secret: FileKeyringSecret(utf8: "b"))]
         }
@@ -99,7 +96,6 @@ import Testing
 
     @Test("Concurrency: threads of one process, on one instance and on separate instances")
     func threads() async throws {
-        defer { directory.cleanUp() }
         let shared = try makeKeyring(path)
         try shared.modify { _ in }
         await withThrowingTaskGroup(of: Void.self) { group in

@@ -19,14 +19,12 @@ import Testing
 
     @Test("a missing file is an empty keyring, and reading creates nothing")
     func missingFile() throws {
-        defer { directory.cleanUp() }
         #expect(try makeKeyring(path).items().isEmpty)
         #expect(try directory.entries().isEmpty)
     }
 
     @Test("the first transaction creates an empty keyring with libsecret's defaults")
     func emptyKeyring() throws {
-        defer { directory.cleanUp() }
         try makeKeyring(path).modify { _ in }
         let bytes = try readBytes(path)
         #expect(bytes.count == 71)  // as libsecret's own empty keyring (FORMAT.md)
@@ -43,7 +41,6 @@ import Testing
 
     @Test("items round-trip: labels, attributes, times, binary and empty secrets, non-ASCII text")
     func roundTrip() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         let binary = FileKeyringItem(
             label: "binary", attributes: ["kind": "bytes", "ключ": "значение ✓"],
@@ -61,7 +58,6 @@ import Testing
 
     @Test("store replaces the item with the same attribute set and keeps its creation time")
     func storeReplaces() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in
             items = [FileKeyringItem(label: "old", attributes: ["a": "1"], secret: FileKeyringSecret(utf8: "x"), created: 5)]
@@ -77,7 +73,6 @@ import Testing
 
     @Test("remove writes nothing when nothing matched")
     func removeNothing() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.store(label: "k", attributes: ["a": "1"], secret: FileKeyringSecret(utf8: "x"))
         let before = try readBytes(path)
@@ -87,7 +82,6 @@ import Testing
 
     @Test("unchanged items are written back byte for byte; changed ones are re-encrypted")
     func unchangedRecordsKept() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         var old = item("b", "2")
         old.modified = 1
@@ -106,7 +100,6 @@ import Testing
 
     @Test("items read from one keyring and written to another are encrypted with the other's key")
     func copyBetweenKeyrings() throws {
-        defer { directory.cleanUp() }
         let source = try makeKeyring(path)
         // Old times: copies keep them, however long after they were read they are written.
         try source.modify { items in
@@ -126,7 +119,6 @@ import Testing
 
     @Test("a body that throws writes nothing")
     func abortedTransaction() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1")] }
         let before = try readBytes(path)
@@ -142,7 +134,6 @@ import Testing
 
     @Test("a wrong master secret fails with decryptionFailed and the file is not rewritten")
     func wrongMasterSecret() throws {
-        defer { directory.cleanUp() }
         try makeKeyring(path).modify { items in items = [item("a", "top secret value")] }
         let before = try readBytes(path)
         let wrong = try makeKeyring(path, password: "not hunter22")
@@ -161,7 +152,6 @@ import Testing
 
     @Test("every flipped byte of an item's blob fails the MAC; the file is never rewritten")
     func tampering() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1"), item("b", "2")] }
         let good = try readBytes(path)
@@ -182,7 +172,6 @@ import Testing
 
     @Test("hashed attributes that disagree with the item are corrupt")
     func hashedAttributeMismatch() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1", ["k": "v1"]), item("b", "2", ["k": "v2"])] }
         var file = try KeyringFile(parsing: readBytes(path), path: path)
@@ -197,7 +186,6 @@ import Testing
 
     @Test("truncated files are corrupt and left alone", arguments: [0, 1, 15, 16, 17, 18, 40, 70, -1, -33, -100])
     func truncated(cut: Int) throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1")] }
         let good = try readBytes(path)
@@ -210,7 +198,6 @@ import Testing
 
     @Test("other versions are unsupported and left alone", arguments: [[0, 0] as [UInt8], [1, 1], [2, 0]])
     func otherVersions(version: [UInt8]) throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1")] }
         var bytes = try readBytes(path)
@@ -224,7 +211,6 @@ import Testing
 
     @Test("a file that is not a keyring is corrupt")
     func notAKeyring() throws {
-        defer { directory.cleanUp() }
         try FileManager.default.createDirectory(atPath: directory.path("keyrings"), withIntermediateDirectories: true)
         try writeBytes(Array("GnomeKeyrinG\n\r\0\n\u{1}\u{0}xxxxxxxx".utf8), to: path)
         let error = #expect(throws: FileKeyringError.self) { try makeKeyring(path).items() }
@@ -234,7 +220,6 @@ import Testing
 
     @Test("strings with NUL cannot be stored")
     func nulInStrings() throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         for bad in [item("a\0b", "x"), item("a", "x", ["k\0": "v"]), item("a", "x", ["k": "v\0"])] {
             let error = #expect(throws: FileKeyringError.self) { try keyring.modify { items in items = [bad] } }
@@ -245,7 +230,6 @@ import Testing
 
     @Test("I/O errors carry errno")
     func ioError() throws {
-        defer { directory.cleanUp() }
         try writeBytes([1], to: directory.path("file"))
         let keyring = try makeKeyring(directory.path("file/default.keyring"))
         let error = #expect(throws: FileKeyringError.self) { try keyring.modify { _ in } }
@@ -267,5 +251,18 @@ import Testing
         var bytes: [UInt8] = [1, 2, 3]
         let wiped = FileKeyringSecret(wiping: &bytes)
         #expect(bytes == [0, 0, 0] && wiped.count == 3)
+    }
+
+    /// Each test gets a suite instance of its own, whose directory goes when the instance does,
+    /// whether or not the test removed it (two tests did not, and left a directory behind per run).
+    @Test("a temporary directory is removed with its contents when released")
+    func temporaryDirectoryGoesAway() throws {
+        let path: String
+        do {
+            let released = try TemporaryDirectory()
+            path = released.url.path
+            try writeBytes([1], to: released.path("file"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
     }
 }

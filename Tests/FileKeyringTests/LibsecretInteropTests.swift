@@ -17,7 +17,6 @@ import Testing
 
     @Test("libsecret stores, we read")
     func libsecretWritesWeRead() async throws {
-        defer { directory.cleanUp() }
         let stored = try await secretTool(["store", "--label", "L", "service", "s", "account", "a"], keyring: path, input: "s3cret")
         #expect(stored.status == 0, "\(stored.stderr)")
         let binary = try await secretTool(["store", "--label", "bin", "kind", "binary"], keyring: path, input: "\u{0}\u{1}\u{7f}x")
@@ -32,7 +31,6 @@ import Testing
 
     @Test("libsecret's Python binding stores non-ASCII labels and attributes, we read")
     func pythonWritesWeRead() async throws {
-        defer { directory.cleanUp() }
         let result = try await libsecretPython(
             """
             ok = Secret.password_store_sync(None, {'service': 'ÿ✓', 'user': 'ナ'}, None, 'Étiquette ü', 'pässwörd', None)
@@ -46,7 +44,6 @@ import Testing
 
     @Test("we store, libsecret reads (secret-tool lookup and search, Python search)")
     func weWriteLibsecretReads() async throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.store(label: "L", attributes: ["service": "s", "account": "a"], secret: FileKeyringSecret(utf8: "s3cret"))
         try keyring.store(
@@ -71,7 +68,6 @@ import Testing
 
     @Test("libsecret replaces our item in place (our hashed attributes are in its order) and we see its change")
     func libsecretReplacesOurItem() async throws {
-        defer { directory.cleanUp() }
         let keyring = try makeKeyring(path)
         try keyring.modify { items in
             items = [FileKeyringItem(
@@ -91,7 +87,6 @@ import Testing
 
     @Test("a keyring libsecret emptied reads as empty, and takes our items")
     func libsecretEmptyKeyring() async throws {
-        defer { directory.cleanUp() }
         _ = try await secretTool(["store", "--label", "L", "a", "b"], keyring: path, input: "x")
         _ = try await secretTool(["clear", "a", "b"], keyring: path)
         #expect(try readBytes(path).count == 71)
@@ -103,7 +98,6 @@ import Testing
 
     @Test("a 64-byte master secret (the portal's size) works both ways")
     func portalSizedSecret() async throws {
-        defer { directory.cleanUp() }
         let secret = String(repeating: "0123456789abcdef", count: 4)
         #expect(secret.utf8.count == 64)
         try makeKeyring(path, password: secret).store(label: "L", attributes: ["x": "1"], secret: FileKeyringSecret(utf8: "ours"))

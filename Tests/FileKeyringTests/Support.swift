@@ -3,8 +3,11 @@ import Testing
 
 @testable import FileKeyring
 
-/// A fresh directory under the system's temporary directory, removed by `cleanUp()`.
-struct TemporaryDirectory {
+/// A fresh directory under the system's temporary directory, removed with its contents when
+/// released (a suite that keeps one in a property loses it after each test) or by `cleanUp()`.
+/// A local one is cleaned up with `defer`: ARC may release it after its last use, before the
+/// scope ends.
+final class TemporaryDirectory: Sendable {
     let url: URL
 
     init() throws {
@@ -22,6 +25,8 @@ struct TemporaryDirectory {
     }
 
     func cleanUp() { try? FileManager.default.removeItem(at: url) }
+
+    deinit { cleanUp() }
 }
 
 /// The master secret the tests use (libsecret's `SECRET_FILE_TEST_PASSWORD` is text).
