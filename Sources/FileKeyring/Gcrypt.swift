@@ -106,64 +106,72 @@ enum Gcrypt {
         return true
     }
 
-    // MARK: AES-128-CBC
+    // MARK: AES-128-CBC with PKCS#7 padding
 
-    /// An open AES-128-CBC handle, closed (and its key schedule wiped) when it goes away.
-    struct Cipher: ~Copyable {
-        fileprivate let handle: gcry_cipher_hd_t
+    /// An AES-128 key in libgcrypt's secure memory (CGcrypt's aes_cbc.c, which SecretService's
+    /// sessions use too), wiped when it goes away. (libsecret opens `GCRY_CIPHER_AES256` but gives
+    /// it the 16-byte key, which libgcrypt runs as AES-128: see FORMAT.md.)
+    ///
+    /// `@unchecked Sendable`: the C key is written once, in `init`, and only read afterwards (each
+    /// call opens its own cipher handle); it is freed in `deinit`, when no other reference remains.
+    final class AESKey: @unchecked Sendable {
+        fileprivate let key: OpaquePointer
 
-        /// The corresponding C function is `gcry_cipher_close`.
-        deinit { gcry_cipher_close(handle) }
+        /// The corresponding C function is `cgcrypt_aes_key_new`.
+        init(_ bytes: SecureBuffer) throws(FileKeyringError) {
+            guard let key = bytes.withUnsafeBytes({ cgcrypt_aes_key_new($0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }) else {
+                throw FileKeyringError(.cryptoFailure, "libgcrypt could not hold the AES key (16 bytes expected, \(bytes.count) given)")
+            }
+            self.key = key
+        }
+
+        /// The corresponding C function is `cgcrypt_aes_key_free`.
+        deinit { cgcrypt_aes_key_free(key) }
     }
 
-    /// Opens an AES-128-CBC handle. (libsecret opens `GCRY_CIPHER_AES256` but gives it the 16-byte
-    /// key, which libgcrypt runs as AES-128: see FORMAT.md.)
+    /// `plaintext` padded and encrypted under a fresh IV: (IV, ciphertext).
     ///
-    /// The corresponding C function is `gcry_cipher_open`.
-    static func cipherOpen() throws(FileKeyringError) -> Cipher {
-        var handle: gcry_cipher_hd_t?
-        let error = gcry_cipher_open(&handle, Int32(GCRY_CIPHER_AES.rawValue), Int32(GCRY_CIPHER_MODE_CBC.rawValue), 0)
-        try check(error, "open AES-128-CBC")
-        guard let handle else { throw FileKeyringError(.cryptoFailure, "libgcrypt returned no cipher handle") }
-        return Cipher(handle: handle)
+    /// The corresponding C function is `cgcrypt_cbc_encrypt`.
+    static func cbcEncrypt(_ key: AESKey, _ plaintext: SecureBuffer) throws(FileKeyringError) -> (iv: [UInt8], ciphertext: [UInt8]) {
+        var iv = [UInt8](repeating: 0, count: Int(CGCRYPT_CBC_IV_BYTES))
+        var ciphertext = [UInt8](repeating: 0, count: cgcrypt_cbc_padded_length(plaintext.count))
+        let encrypted = plaintext.withUnsafeBytes { plain in
+            iv.withUnsafeMutableBufferPointer { ivBytes in
+                ciphertext.withUnsafeMutableBufferPointer { out in
+                    cgcrypt_cbc_encrypt(key.key, plain.baseAddress?.assumingMemoryBound(to: UInt8.self), plain.count,
+                                        ivBytes.baseAddress, out.baseAddress)
+                }
+            }
+        }
+        guard encrypted == 1 else { throw FileKeyringError(.cryptoFailure, "libgcrypt could not encrypt an item") }
+        return (iv, ciphertext)
     }
 
-    /// Sets the AES key (16 bytes).
+    /// The plaintext of `bytes[ciphertext]` under the IV `bytes[iv]`, or nil when its padding is
+    /// wrong. Throws for a length that is not whole blocks, or when libgcrypt fails.
     ///
-    /// The corresponding C function is `gcry_cipher_setkey`.
-    static func cipherSetKey(_ cipher: borrowing Cipher, _ key: SecureBuffer) throws(FileKeyringError) {
-        let error = key.withUnsafeBytes { gcry_cipher_setkey(cipher.handle, $0.baseAddress, $0.count) }
-        try check(error, "set the AES key")
-    }
-
-    /// Sets the CBC initialisation vector (16 bytes).
-    ///
-    /// The corresponding C function is `gcry_cipher_setiv`.
-    static func cipherSetIV(_ cipher: borrowing Cipher, _ iv: [UInt8]) throws(FileKeyringError) {
-        let error = iv.withUnsafeBytes { gcry_cipher_setiv(cipher.handle, $0.baseAddress, $0.count) }
-        try check(error, "set the AES IV")
-    }
-
-    /// Encrypts all of `buffer` in place (its length must be a multiple of 16).
-    ///
-    /// The corresponding C function is `gcry_cipher_encrypt`.
-    static func cipherEncrypt(_ cipher: borrowing Cipher, inPlace buffer: SecureBuffer) throws(FileKeyringError) {
-        let error = buffer.withUnsafeMutableBytes { gcry_cipher_encrypt(cipher.handle, $0.baseAddress, $0.count, nil, 0) }
-        try check(error, "encrypt an item")
-    }
-
-    /// Decrypts all of `buffer` in place (its length must be a multiple of 16).
-    ///
-    /// The corresponding C function is `gcry_cipher_decrypt`.
-    static func cipherDecrypt(_ cipher: borrowing Cipher, inPlace buffer: SecureBuffer) throws(FileKeyringError) {
-        let error = buffer.withUnsafeMutableBytes { gcry_cipher_decrypt(cipher.handle, $0.baseAddress, $0.count, nil, 0) }
-        try check(error, "decrypt an item")
+    /// The corresponding C function is `cgcrypt_cbc_decrypt`.
+    static func cbcDecrypt(_ key: AESKey, _ bytes: [UInt8], ciphertext: Range<Int>, iv: Range<Int>) throws(FileKeyringError) -> SecureBuffer? {
+        let plaintext = SecureBuffer(count: ciphertext.count)
+        let length = bytes.withUnsafeBufferPointer { all in
+            plaintext.withUnsafeMutableBytes { out in
+                cgcrypt_cbc_decrypt(key.key, all.baseAddress.map { $0 + iv.lowerBound }, iv.count,
+                                    all.baseAddress.map { $0 + ciphertext.lowerBound }, ciphertext.count,
+                                    out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        switch length {
+        case Int(CGCRYPT_CBC_BAD_PADDING): return nil
+        case Int(CGCRYPT_CBC_MALFORMED): throw FileKeyringError(.cryptoFailure, "an item's encrypted data is not whole AES blocks")
+        case ..<0: throw FileKeyringError(.cryptoFailure, "libgcrypt could not decrypt an item")
+        default: return plaintext.slice(0..<length)
+        }
     }
 
     // MARK: Random bytes
 
-    /// `count` bytes from libgcrypt's CSPRNG at `GCRY_STRONG_RANDOM` (salts and IVs; libsecret uses
-    /// `gcry_create_nonce` for both). libgcrypt terminates the process rather than return weak bytes.
+    /// `count` bytes from libgcrypt's CSPRNG at `GCRY_STRONG_RANDOM` (salts, temporary file names;
+    /// IVs come from `cbcEncrypt`). libgcrypt terminates the process rather than return weak bytes.
     ///
     /// The corresponding C function is `gcry_randomize`.
     static func randomBytes(_ count: Int) -> [UInt8] {

@@ -13,6 +13,8 @@ final class KeyringKey: @unchecked Sendable {
     static let blockLength = 16
 
     let bytes: SecureBuffer
+    /// The same 16 bytes as the AES key.
+    private let aes: Gcrypt.AESKey
     /// The salt and iteration count it was derived with (to reuse it for the same file).
     let salt: [UInt8]
     let iterations: UInt32
@@ -22,6 +24,7 @@ final class KeyringKey: @unchecked Sendable {
         let key = SecureBuffer(count: Self.length)
         try Gcrypt.pbkdf2SHA256(secret: master.buffer, salt: salt, iterations: iterations, into: key)
         bytes = key
+        aes = try Gcrypt.AESKey(key)
         self.salt = salt
         self.iterations = iterations
     }
@@ -52,17 +55,8 @@ final class KeyringKey: @unchecked Sendable {
     /// Encrypts a serialized item: PKCS#7 padding, AES-128-CBC with a fresh IV, then
     /// `ciphertext ‖ IV ‖ HMAC(ciphertext ‖ IV)`. `plaintext` is not changed.
     func seal(_ plaintext: SecureBuffer) throws(FileKeyringError) -> [UInt8] {
-        let padLength = Self.blockLength - plaintext.count % Self.blockLength  // 1...16
-        let padded = SecureBuffer(count: plaintext.count + padLength)
-        padded.write(plaintext, range: 0..<plaintext.count, at: 0)
-        for index in plaintext.count..<padded.count { padded[index] = UInt8(padLength) }
-        let iv = Gcrypt.randomBytes(Self.ivLength)
-        let cipher = try Gcrypt.cipherOpen()
-        try Gcrypt.cipherSetKey(cipher, bytes)
-        try Gcrypt.cipherSetIV(cipher, iv)
-        try Gcrypt.cipherEncrypt(cipher, inPlace: padded)
-        // From here on the buffer holds ciphertext only: not secret.
-        var blob = padded.withSpan { span in (0..<span.count).map { span[$0] } }
+        let (iv, ciphertext) = try Gcrypt.cbcEncrypt(aes, plaintext)
+        var blob = ciphertext
         blob += iv
         blob += try mac(blob, 0..<blob.count)
         return blob
@@ -78,19 +72,9 @@ final class KeyringKey: @unchecked Sendable {
             throw .corrupt("an item's encrypted data has an impossible length of \(blob.count) bytes", path: path)
         }
         guard try verifyMAC(blob, 0..<macStart, expected: blob, macStart..<blob.count) else { return nil }
-        let data = SecureBuffer(copying: blob[0..<ivStart])
-        let cipher = try Gcrypt.cipherOpen()
-        try Gcrypt.cipherSetKey(cipher, bytes)
-        try Gcrypt.cipherSetIV(cipher, Array(blob[ivStart..<macStart]))
-        try Gcrypt.cipherDecrypt(cipher, inPlace: data)
-        let padLength = Int(data[data.count - 1])
-        var paddingIsValid = padLength >= 1 && padLength <= Self.blockLength
-        if paddingIsValid {
-            for index in (data.count - padLength)..<data.count where data[index] != UInt8(padLength) {
-                paddingIsValid = false
-            }
+        guard let plaintext = try Gcrypt.cbcDecrypt(aes, blob, ciphertext: 0..<ivStart, iv: ivStart..<macStart) else {
+            throw .corrupt("an item's padding is invalid", path: path)
         }
-        guard paddingIsValid else { throw .corrupt("an item's padding is invalid", path: path) }
-        return data.slice(0..<(data.count - padLength))
+        return plaintext
     }
 }

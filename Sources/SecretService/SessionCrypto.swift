@@ -6,8 +6,9 @@ import Foundation
 
 /// A transport session with one provider process: how secrets travel in the `(oayays)`
 /// structure. Negotiated with OpenSession on the client's own connection:
-/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` (the Diffie-Hellman exchange and the AES key in CGcrypt's
-/// session_crypto.c), or `plain` when the provider supports nothing else (it answers NotSupported).
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` (the Diffie-Hellman exchange in CGcrypt's dh_session.c,
+/// AES-CBC in its aes_cbc.c), or `plain` when the provider supports nothing else (it answers
+/// NotSupported).
 ///
 /// Threads: any. The key is fixed once the session is open and each encryption or decryption opens
 /// its own cipher handle, so calls may run at once.

@@ -75,19 +75,19 @@ final class SessionKey: @unchecked Sendable {
 
     fileprivate init(adopting key: OpaquePointer) { self.key = key }
 
-    deinit { cgcrypt_session_key_free(key) }
+    deinit { cgcrypt_aes_key_free(key) }
 
     /// A fresh IV and `plaintext` padded and encrypted with it, or nil when libgcrypt failed.
     /// The only copy of the plaintext made here is encrypted in place.
     func encrypt(_ plaintext: Data) -> (iv: Data, ciphertext: Data)? {
-        var iv = Data(count: Int(CGCRYPT_SESSION_IV_BYTES))
-        var ciphertext = Data(count: cgcrypt_session_encrypted_length(plaintext.count))
+        var iv = Data(count: Int(CGCRYPT_CBC_IV_BYTES))
+        var ciphertext = Data(count: cgcrypt_cbc_padded_length(plaintext.count))
         let encrypted = plaintext.withUnsafeBytes { plain in
             iv.withUnsafeMutableBytes { ivBytes in
                 ciphertext.withUnsafeMutableBytes { out in
-                    cgcrypt_session_encrypt(key, plain.baseAddress?.assumingMemoryBound(to: UInt8.self), plain.count,
-                                            ivBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                                            out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                    cgcrypt_cbc_encrypt(key, plain.baseAddress?.assumingMemoryBound(to: UInt8.self), plain.count,
+                                        ivBytes.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                        out.baseAddress?.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
@@ -100,11 +100,11 @@ final class SessionKey: @unchecked Sendable {
         guard !ciphertext.isEmpty else { return nil }
         var plaintext = Data(count: ciphertext.count)
         let length = plaintext.withUnsafeMutableBytes { out in
-            cgcrypt_session_decrypt(key, iv.baseAddress?.assumingMemoryBound(to: UInt8.self), iv.count,
-                                    ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count,
-                                    out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            cgcrypt_cbc_decrypt(key, iv.baseAddress?.assumingMemoryBound(to: UInt8.self), iv.count,
+                                ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count,
+                                out.baseAddress?.assumingMemoryBound(to: UInt8.self))
         }
-        guard length >= 0 else { return nil }
+        guard length >= 0 else { return nil }  // malformed, another key, or libgcrypt failed: undecodable
         plaintext.count = length
         return plaintext
     }

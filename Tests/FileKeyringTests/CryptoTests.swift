@@ -30,14 +30,18 @@ import Testing
         #expect(hex(try Gcrypt.macRead(mac)) == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 
-    @Test("AES-128-CBC (NIST SP 800-38A F.2.1, first block)")
+    /// The first block is NIST's; the second is the PKCS#7 padding block (Python's `cryptography`).
+    @Test("AES-128-CBC with PKCS#7 (NIST SP 800-38A F.2.1 key, IV and first block)")
     func aesVector() throws {
-        let cipher = try Gcrypt.cipherOpen()
-        try Gcrypt.cipherSetKey(cipher, SecureBuffer(copying: bytes(hex: "2b7e151628aed2a6abf7158809cf4f3c")))
-        try Gcrypt.cipherSetIV(cipher, bytes(hex: "000102030405060708090a0b0c0d0e0f"))
-        let block = SecureBuffer(copying: bytes(hex: "6bc1bee22e409f96e93d7e117393172a"))
-        try Gcrypt.cipherEncrypt(cipher, inPlace: block)
-        #expect(hex(block.withSpan { span in (0..<span.count).map { span[$0] } }) == "7649abac8119b246cee98e9b12e9197d")
+        let key = try Gcrypt.AESKey(SecureBuffer(copying: bytes(hex: "2b7e151628aed2a6abf7158809cf4f3c")))
+        let blob = bytes(hex: "7649abac8119b246cee98e9b12e9197d8964e0b149c10b7b682e6e39aaeb731c"
+                              + "000102030405060708090a0b0c0d0e0f")
+        let plaintext = try #require(try Gcrypt.cbcDecrypt(key, blob, ciphertext: 0..<32, iv: 32..<48))
+        #expect(hex(plaintext.withSpan { span in (0..<span.count).map { span[$0] } }) == "6bc1bee22e409f96e93d7e117393172a")
+        let (iv, ciphertext) = try Gcrypt.cbcEncrypt(key, plaintext)
+        #expect(ciphertext.count == 32)
+        let again = try #require(try Gcrypt.cbcDecrypt(key, ciphertext + iv, ciphertext: 0..<32, iv: 32..<48))
+        #expect(again.constantTimeEquals(plaintext))
     }
 
     /// A whole keyring file made in Python (salt 00…1f, 100000 iterations, master "hunter22", IV
@@ -84,15 +88,12 @@ import Testing
                 #expect(try key.open(bad, path: "t") == nil)
             }
         }
-        // A good MAC over bad PKCS#7 padding (a buggy writer): corrupt, not a wrong secret.
-        for lastByte: UInt8 in [0, 17, 2] {
-            let block = SecureBuffer(copying: [UInt8](repeating: 5, count: 15) + [lastByte])
-            let iv = [UInt8](repeating: 9, count: 16)
-            let cipher = try Gcrypt.cipherOpen()
-            try Gcrypt.cipherSetKey(cipher, key.bytes)
-            try Gcrypt.cipherSetIV(cipher, iv)
-            try Gcrypt.cipherEncrypt(cipher, inPlace: block)
-            var blob = block.withSpan { span in (0..<span.count).map { span[$0] } } + iv
+        // A good MAC over bad PKCS#7 padding (a buggy writer): corrupt, not a wrong secret. The
+        // blocks are 5 × 15 then 0, 17 or 2, encrypted without padding under this key (its bytes
+        // are 71b6e274cf1039b59fe07cc9bc3ec068) and the IV 09 × 16 by Python's `cryptography`.
+        #expect(hex(key.bytes.withSpan { span in (0..<span.count).map { span[$0] } }) == "71b6e274cf1039b59fe07cc9bc3ec068")
+        for encrypted in ["d41f944bed36ed75b098fd27b690b064", "465858ba65bf9a69422dd6fdcda4995c", "a116b84efe535baa0f316b1f7e8ae123"] {
+            var blob = bytes(hex: encrypted) + [UInt8](repeating: 9, count: 16)
             blob += try key.mac(blob, 0..<blob.count)
             let error = #expect(throws: FileKeyringError.self) { try key.open(blob, path: "t") }
             #expect(error?.code == .corruptFile)

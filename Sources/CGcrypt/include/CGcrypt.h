@@ -11,8 +11,8 @@
 //   process-wide once, in a .c file (a `static inline` in a header would be one copy per
 //   importing module), that every user in this package calls before it touches libgcrypt. Once
 //   it has run, libsecret finds libgcrypt finished and leaves it alone.
-// - The Secret Service's transport encryption (session_crypto.c) works on libgcrypt's MPIs and
-//   secure memory, raw pointers throughout; Swift holds only the opaque pair and key.
+// - The Secret Service's key exchange (dh_session.c) and AES-CBC (aes_cbc.c) work on libgcrypt's
+//   MPIs and secure memory, raw pointers throughout; Swift holds only the opaque pair and key.
 #ifndef CGCRYPT_H
 #define CGCRYPT_H
 
@@ -41,15 +41,48 @@ cgcrypt_role cgcrypt_initialize(const char **version);
 /// `cgcrypt_initialize`. The corresponding C function is gcry_check_version.
 int cgcrypt_version_at_least(const char *minimum);
 
-// MARK: Secret Service transport sessions (session_crypto.c)
+// MARK: AES-128-CBC with PKCS#7 padding (aes_cbc.c)
+//
+// The one implementation in the package: the Secret Service's encrypted sessions and libsecret's
+// file keyring (FileKeyring) both encrypt this way. A key is immutable once made: any thread may
+// use it at once; each call opens its own cipher handle. Call `cgcrypt_initialize` first.
+
+#define CGCRYPT_AES_KEY_BYTES 16
+#define CGCRYPT_CBC_IV_BYTES 16
+
+/// A 16-byte AES key in libgcrypt's secure memory, wiped when freed.
+typedef struct cgcrypt_aes_key cgcrypt_aes_key;
+
+/// A key holding a copy of `bytes` (`length` must be 16), or NULL. Free with `cgcrypt_aes_key_free`.
+cgcrypt_aes_key *cgcrypt_aes_key_new(const unsigned char *bytes, size_t length);
+void cgcrypt_aes_key_free(cgcrypt_aes_key *key);
+
+/// The ciphertext length for `plaintext_length` bytes: the next multiple of 16 above it.
+size_t cgcrypt_cbc_padded_length(size_t plaintext_length);
+/// Pads and encrypts `plaintext` into `out` (cgcrypt_cbc_padded_length(length) bytes; the
+/// plaintext is copied there and encrypted in place) with a fresh IV (gcry_create_nonce, as
+/// libsecret) written to `iv`. Returns 1, or 0 (and `out` wiped) when libgcrypt failed.
+int cgcrypt_cbc_encrypt(const cgcrypt_aes_key *key, const unsigned char *plaintext, size_t length,
+                        unsigned char iv[CGCRYPT_CBC_IV_BYTES], unsigned char *out);
+
+/// `cgcrypt_cbc_decrypt`'s failures.
+#define CGCRYPT_CBC_MALFORMED (-1)   /* the IV is not 16 bytes, or the length not a positive multiple of 16 */
+#define CGCRYPT_CBC_BAD_PADDING (-2) /* the padding is wrong: another key, or altered data */
+#define CGCRYPT_CBC_FAILED (-3)      /* libgcrypt failed */
+/// Decrypts `ciphertext` into `out` (`length` bytes) and checks its padding. Returns the
+/// plaintext's length (the first bytes of `out`), or one of the negative values above (and `out`
+/// wiped).
+long cgcrypt_cbc_decrypt(const cgcrypt_aes_key *key, const unsigned char *iv, size_t iv_length,
+                         const unsigned char *ciphertext, size_t length, unsigned char *out);
+
+// MARK: Secret Service session key exchange (dh_session.c)
 //
 // The dh-ietf1024-sha256-aes128-cbc-pkcs7 algorithm of the Secret Service specification:
 // Diffie-Hellman in the RFC 2409 1024-bit MODP group (generator 2), public keys as big-endian
 // bytes; HKDF-SHA256 with no salt and no info over the shared secret (128 bytes, big-endian) gives
-// a 16-byte AES key; each secret is AES-128-CBC with PKCS#7 padding and a fresh 16-byte IV.
-// Nothing here knows D-Bus. Key material stays in libgcrypt's secure memory and is wiped when
-// freed. A pair and a key are immutable once made: any thread may use them at once; each call
-// opens its own cipher handle. Call `cgcrypt_initialize` before any of these.
+// the 16-byte AES key the session's secrets are encrypted with (above). Nothing here knows D-Bus.
+// Private exponents stay in libgcrypt's secure memory and are released with the pair. A pair is
+// immutable once made: any thread may use it.
 
 /// The length of a public key in this group, and of the shared secret.
 #define CGCRYPT_DH_KEY_BYTES 128
@@ -58,13 +91,9 @@ int cgcrypt_version_at_least(const char *minimum);
 /// 80-bit strength of a 1024-bit group, and each modular exponentiation costs a quarter of a
 /// full-length one (libsecret draws 1024 bits).
 #define CGCRYPT_DH_EXPONENT_BITS 256
-#define CGCRYPT_SESSION_KEY_BYTES 16
-#define CGCRYPT_SESSION_IV_BYTES 16
 
 /// A Diffie-Hellman key pair (the private exponent, and the public key).
 typedef struct cgcrypt_dh_pair cgcrypt_dh_pair;
-/// A session's 16-byte AES key.
-typedef struct cgcrypt_session_key cgcrypt_session_key;
 
 typedef enum {
     CGCRYPT_DH_DERIVED = 0,
@@ -87,23 +116,9 @@ cgcrypt_dh_pair *cgcrypt_dh_pair_with_private_exponent(const unsigned char *expo
 const unsigned char *cgcrypt_dh_public_key(const cgcrypt_dh_pair *pair);
 void cgcrypt_dh_free(cgcrypt_dh_pair *pair);
 
-/// Derives the session key from the peer's public key (big-endian; leading zeros allowed).
-/// On CGCRYPT_DH_DERIVED `*key` is the key (free with `cgcrypt_session_key_free`); otherwise NULL.
+/// Derives the session's AES key from the peer's public key (big-endian; leading zeros allowed).
+/// On CGCRYPT_DH_DERIVED `*key` is the key (free with `cgcrypt_aes_key_free`); otherwise NULL.
 cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned char *peer_key, size_t peer_length,
-                                    cgcrypt_session_key **key);
-void cgcrypt_session_key_free(cgcrypt_session_key *key);
-
-/// The ciphertext length for `plaintext_length` bytes: the next multiple of 16 above it.
-size_t cgcrypt_session_encrypted_length(size_t plaintext_length);
-/// Pads and encrypts `plaintext` into `out` (cgcrypt_session_encrypted_length(length) bytes; the
-/// plaintext is copied there and encrypted in place) with a fresh IV written to `iv`. Returns 1,
-/// or 0 (and `out` wiped) when libgcrypt failed.
-int cgcrypt_session_encrypt(const cgcrypt_session_key *key, const unsigned char *plaintext, size_t length,
-                            unsigned char iv[CGCRYPT_SESSION_IV_BYTES], unsigned char *out);
-/// Decrypts `ciphertext` into `out` (`length` bytes) and checks its padding. Returns the
-/// plaintext's length (the first bytes of `out`), or -1 (and `out` wiped) when the IV is not 16
-/// bytes, the length is not a positive multiple of 16, or the padding is wrong (another key).
-long cgcrypt_session_decrypt(const cgcrypt_session_key *key, const unsigned char *iv, size_t iv_length,
-                             const unsigned char *ciphertext, size_t length, unsigned char *out);
+                                    cgcrypt_aes_key **key);
 
 #endif

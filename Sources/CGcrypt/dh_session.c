@@ -1,5 +1,6 @@
-// The transport encryption of the Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 sessions;
-// see CGcrypt.h for the contract of each function and why the choices below are safe.
+// The key exchange of the Secret Service's dh-ietf1024-sha256-aes128-cbc-pkcs7 sessions
+// (Diffie-Hellman, then HKDF-SHA256 to an AES key); see CGcrypt.h for the contract of each function
+// and why the choices below are safe. The secrets themselves are encrypted in aes_cbc.c.
 #include "CGcrypt.h"
 
 #include <string.h>
@@ -11,15 +12,11 @@ static const char oakley_group_2_prime[] =
     "EF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7ED"
     "EE386BFB5A899FA5AE9F24117C4B1FE649286651ECE65381FFFFFFFFFFFFFFFF";
 
-enum { block_bytes = 16, sha256_bytes = 32 };
+enum { sha256_bytes = 32 };
 
 struct cgcrypt_dh_pair {
     gcry_mpi_t private_exponent;  // secure memory
     unsigned char public_key[CGCRYPT_DH_KEY_BYTES];
-};
-
-struct cgcrypt_session_key {
-    unsigned char bytes[CGCRYPT_SESSION_KEY_BYTES];
 };
 
 static gcry_mpi_t prime(void) {
@@ -94,7 +91,7 @@ void cgcrypt_dh_free(cgcrypt_dh_pair *pair) {
 
 /// HKDF-SHA256 (RFC 5869) with no salt (a hash-length run of zeros) and no info, 16 bytes out:
 /// PRK = HMAC(zeros, ikm); OKM = first 16 bytes of HMAC(PRK, 0x01).
-static int hkdf_sha256(const unsigned char *ikm, size_t ikm_length, unsigned char out[CGCRYPT_SESSION_KEY_BYTES]) {
+static int hkdf_sha256(const unsigned char *ikm, size_t ikm_length, unsigned char out[CGCRYPT_AES_KEY_BYTES]) {
     static const unsigned char zero_salt[sha256_bytes];
     static const unsigned char first_block = 1;
     unsigned char prk[sha256_bytes];
@@ -109,7 +106,7 @@ static int hkdf_sha256(const unsigned char *ikm, size_t ikm_length, unsigned cha
     if (gcry_md_setkey(mac, prk, sizeof prk) != 0) goto done;
     gcry_md_write(mac, &first_block, 1);
     memcpy(block, gcry_md_read(mac, GCRY_MD_SHA256), sizeof block);
-    memcpy(out, block, CGCRYPT_SESSION_KEY_BYTES);
+    memcpy(out, block, CGCRYPT_AES_KEY_BYTES);
     ok = 1;
 done:
     gcry_md_close(mac);
@@ -119,7 +116,7 @@ done:
 }
 
 cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned char *peer_key, size_t peer_length,
-                                    cgcrypt_session_key **key) {
+                                    cgcrypt_aes_key **key) {
     *key = NULL;
     // Any length: KWallet sends 127 to 129 bytes (a sign byte, or a leading zero dropped). The
     // value is checked below; the bound only keeps a hostile answer from costing a huge number.
@@ -128,7 +125,8 @@ cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned 
     gcry_mpi_t p = prime();
     gcry_mpi_t peer = NULL, limit = NULL, shared = NULL;
     unsigned char shared_bytes[CGCRYPT_DH_KEY_BYTES];
-    cgcrypt_session_key *derived = NULL;
+    unsigned char key_bytes[CGCRYPT_AES_KEY_BYTES];
+    cgcrypt_aes_key *derived = NULL;
     if (p == NULL || gcry_mpi_scan(&peer, GCRYMPI_FMT_USG, peer_key, peer_length, NULL) != 0) goto done;
     // 1 < peer < p - 1: 0, 1 and p - 1 would make the shared secret 0, 1 or ±1, known to anyone.
     limit = gcry_mpi_new(1024);
@@ -147,81 +145,17 @@ cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned 
         status = CGCRYPT_DH_SECRET_AMBIGUOUS;
         goto done;
     }
-    derived = gcry_calloc_secure(1, sizeof *derived);
-    if (derived == NULL || !hkdf_sha256(shared_bytes, sizeof shared_bytes, derived->bytes)) goto done;
+    if (!hkdf_sha256(shared_bytes, sizeof shared_bytes, key_bytes)) goto done;
+    derived = cgcrypt_aes_key_new(key_bytes, sizeof key_bytes);
+    if (derived == NULL) goto done;
     *key = derived;
-    derived = NULL;
     status = CGCRYPT_DH_DERIVED;
 done:
     explicit_bzero(shared_bytes, sizeof shared_bytes);
-    cgcrypt_session_key_free(derived);
+    explicit_bzero(key_bytes, sizeof key_bytes);
     gcry_mpi_release(shared);
     gcry_mpi_release(limit);
     gcry_mpi_release(peer);
     gcry_mpi_release(p);
     return status;
-}
-
-void cgcrypt_session_key_free(cgcrypt_session_key *key) {
-    if (key == NULL) return;
-    explicit_bzero(key->bytes, sizeof key->bytes);
-    gcry_free(key);
-}
-
-/// A fresh AES-128-CBC handle keyed with `key` and `iv`, or NULL.
-static gcry_cipher_hd_t cipher(const cgcrypt_session_key *key, const unsigned char *iv) {
-    gcry_cipher_hd_t handle = NULL;
-    if (gcry_cipher_open(&handle, GCRY_CIPHER_AES128, GCRY_CIPHER_MODE_CBC, GCRY_CIPHER_SECURE) != 0) return NULL;
-    if (gcry_cipher_setkey(handle, key->bytes, sizeof key->bytes) != 0
-        || gcry_cipher_setiv(handle, iv, CGCRYPT_SESSION_IV_BYTES) != 0) {
-        gcry_cipher_close(handle);
-        return NULL;
-    }
-    return handle;
-}
-
-size_t cgcrypt_session_encrypted_length(size_t plaintext_length) {
-    return plaintext_length + block_bytes - plaintext_length % block_bytes;
-}
-
-int cgcrypt_session_encrypt(const cgcrypt_session_key *key, const unsigned char *plaintext, size_t length,
-                            unsigned char iv[CGCRYPT_SESSION_IV_BYTES], unsigned char *out) {
-    size_t padded = cgcrypt_session_encrypted_length(length);
-    unsigned char pad = (unsigned char)(padded - length);
-    if (length > 0) memcpy(out, plaintext, length);
-    memset(out + length, pad, pad);
-    gcry_create_nonce(iv, CGCRYPT_SESSION_IV_BYTES);
-    gcry_cipher_hd_t handle = cipher(key, iv);
-    int ok = handle != NULL && gcry_cipher_encrypt(handle, out, padded, NULL, 0) == 0;
-    gcry_cipher_close(handle);
-    // On failure `out` may still hold the plaintext: wipe it, so a caller that drops it leaks nothing.
-    if (!ok) explicit_bzero(out, padded);
-    return ok;
-}
-
-long cgcrypt_session_decrypt(const cgcrypt_session_key *key, const unsigned char *iv, size_t iv_length,
-                             const unsigned char *ciphertext, size_t length, unsigned char *out) {
-    if (iv_length != CGCRYPT_SESSION_IV_BYTES || length == 0 || length % block_bytes != 0) return -1;
-    gcry_cipher_hd_t handle = cipher(key, iv);
-    if (handle == NULL) return -1;
-    int ok = gcry_cipher_decrypt(handle, out, length, ciphertext, length) == 0;
-    gcry_cipher_close(handle);
-    if (!ok) {
-        explicit_bzero(out, length);
-        return -1;
-    }
-    // PKCS#7: the last byte n (1...16) and the n bytes before it all equal n. Checked without
-    // branching on the bytes, though the only party that could learn from the timing (the
-    // provider) holds the key already.
-    unsigned char pad = out[length - 1];
-    unsigned char bad = (unsigned char)((pad == 0) | (pad > block_bytes));
-    for (size_t index = 1; index <= block_bytes; index++) {
-        unsigned char inside = (unsigned char)(index <= pad);
-        bad |= (unsigned char)(inside & (out[length - index] != pad));
-    }
-    if (bad) {
-        explicit_bzero(out, length);
-        return -1;
-    }
-    return (long)(length - pad);
 }
