@@ -181,6 +181,9 @@ extension Integration {
             try await KeychainStorage<String>(account: account).save(item: "locked away")
             // Read once: the item is remembered, so the calls below take the known-item paths.
             #expect(try await KeychainStorage<String>(account: account).get() == "locked away")
+            // The restart below kills KeePassXC and KWallet (their unlock dialogs are invisible):
+            // what they have not saved yet would be lost.
+            try await Harness.waitUntilPersisted()
             try Harness.ctl("lock")
             defer { try? Harness.ctl("restart") }
             let neverPrompt = KeychainStorage<String>(
