@@ -181,8 +181,8 @@ extension Integration {
             try await KeychainStorage<String>(account: account).save(item: "locked away")
             // Read once: the item is remembered, so the calls below take the known-item paths.
             #expect(try await KeychainStorage<String>(account: account).get() == "locked away")
-            // The restart below kills KeePassXC and KWallet (their unlock dialogs are invisible):
-            // what they have not saved yet would be lost.
+            // The provider is killed below (KeePassXC and KWallet would also ignore SIGTERM behind
+            // their invisible unlock dialogs): what they have not saved yet would be lost.
             try await Harness.waitUntilPersisted()
             try Harness.ctl("lock")
             defer { try? Harness.ctl("restart") }
@@ -205,7 +205,9 @@ extension Integration {
             let kind = await keychainError { _ = try await prompting.get() }?.kind
             #expect(kind == (Harness.provider == "gnome-keyring" ? "promptDismissed" : "timedOut"), "\(String(describing: kind))")
 
-            try Harness.ctl("restart")
+            // Killed, not stopped, as in doctorWithALockedCollection (PROVIDERS.md, KeePassXC).
+            try Harness.ctl("kill")
+            try Harness.ctl("start")
             #expect(try SecretTool.lookup(lookup(account)) == Data("\"locked away\"".utf8), "nothing was changed")
             #expect(try SecretTool.search(lookup(account)).count == 1)
             try await KeychainStorage<String>(account: account).delete()

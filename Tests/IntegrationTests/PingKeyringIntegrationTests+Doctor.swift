@@ -98,8 +98,7 @@ extension Integration.PingKeyring {
         try Harness.requireHarness()
         let account = uniqueAccount()
         try SecretTool.store(label: "locked away", attributes: lookup(account), secret: Data("\"kept\"".utf8))
-        // The restart below may have to kill the provider, and KeePassXC and KWallet save a moment
-        // after a change: on KeePassXC the item was gone after the restart in 3 CI runs of about 10.
+        // KeePassXC and KWallet save a moment after a change; the provider is killed below.
         try await Harness.waitUntilPersisted()
         try Harness.ctl("lock")
         defer {
@@ -131,7 +130,11 @@ extension Integration.PingKeyring {
             #expect(failed.stderr.contains("Unlock your keyring"), "the library's advice")
         }
 
-        try Harness.ctl("restart")
+        // Killed, not stopped: KeePassXC stopped gracefully with its database locked lost the item
+        // stored before the lock (secret-tool found no item after the restart) in 4 CI runs of
+        // about 12; killed after the store was on disk, it keeps it (PROVIDERS.md).
+        try Harness.ctl("kill")
+        try Harness.ctl("start")
         #expect(try pingKeyring(["doctor"]).status == 0, "healthy again once unlocked")
         let kept = try pingKeyring(["get", "--account", account]), expected = "\"kept\"\n"
         let holds = kept.output == expected ? "" : SecretTool.describeItems(matching: lookup(account))
