@@ -205,7 +205,7 @@ extension Integration {
             let kind = await keychainError { _ = try await prompting.get() }?.kind
             #expect(kind == (Harness.provider == "gnome-keyring" ? "promptDismissed" : "timedOut"), "\(String(describing: kind))")
 
-            // Killed, not stopped, as in doctorWithALockedCollection (PROVIDERS.md, KeePassXC).
+            // Killed once the store is on disk, as in doctorWithALockedCollection.
             try Harness.ctl("kill")
             try Harness.ctl("start")
             #expect(try SecretTool.lookup(lookup(account)) == Data("\"locked away\"".utf8), "nothing was changed")
