@@ -53,10 +53,11 @@ final class SessionCrypto: Sendable {
             } catch where error.dbusErrorName == "org.freedesktop.DBus.Error.NotSupported" {
                 let plain = try await openSession(on: bus, owner: owner, Self.plainAlgorithm, .variant(.string("")),
                                                   operation: operation, deadline: deadline)
-                return SessionCrypto(key: nil, path: try sessionPath(plain, operation))
+                return SessionCrypto(key: nil, path: try sessionPath(try plain.body("(vo)", in: operation), operation))
             }
-            let path = try sessionPath(reply, operation)
-            let output = try reply.body("(vo)", in: operation).child(0).unboxed
+            let body = try reply.body("(vo)", in: operation)
+            let path = try sessionPath(body, operation)
+            let output = body.child(0).unboxed
             guard output.isOfType("ay") else {
                 throw .protocolError(operation, detail: "OpenSession answered \(output.typeString) where the provider's public key (ay) was expected")
             }
@@ -83,8 +84,9 @@ final class SessionCrypto: Sendable {
                            operation: operation, phase: .openingSession, deadline: deadline)
     }
 
-    private static func sessionPath(_ reply: Reply, _ operation: String) throws(SecretServiceError) -> ObjectPath {
-        let path = try reply.body("(vo)", in: operation).child(1).string
+    /// The session path of an OpenSession answer's `(vo)` body.
+    private static func sessionPath(_ body: Variant, _ operation: String) throws(SecretServiceError) -> ObjectPath {
+        let path = body.child(1).string
         guard let checked = try? ObjectPath(path), checked != .none else {
             throw .protocolError(operation, detail: "the session has no valid object path")
         }
