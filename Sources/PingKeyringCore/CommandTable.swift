@@ -160,7 +160,7 @@ enum CommandTable {
                 When the backend is a Flatpak sandbox's file keyring, the checks are instead: the session bus \
                 (the Secret portal is on it), the backend, the Secret portal gives the app's secret (its size), \
                 the file keyring (its path; it exists with N items, or is created on the first save; a file \
-                that cannot be read or decrypted fails), moving the host's items in (when it ran), the same \
+                that cannot be read or decrypted fails), copying the host's items in (when it ran), the same \
                 write/read/delete probe, and the encryption keys in the file; the Secret Service's checks are \
                 skipped. Without the portal's secret the status is 3.
                 """,

@@ -32,7 +32,7 @@ protocol DoctorEnvironment: Sendable {
     /// - Throws: ``ToolError`` (`corruptItem` when it cannot be decrypted or parsed, `providerError`
     ///   when it cannot be read).
     func fileKeyring() async throws(ToolError) -> FileKeyringState
-    /// What moving the host's items into the file keyring did in this process; nil when it did
+    /// What copying the host's items into the file keyring did in this process; nil when it did
     /// not run (a setting chose the file keyring, or the Secret Service is used).
     func movedIn() async -> MoveInFinding?
     /// Writes, reads back and deletes an item under probe attributes, on the backend in use,

@@ -6,7 +6,7 @@ import Foundation
 import PingStorage
 
 /// The doctor's checks when the items are in a sandbox's file keyring: the portal that unlocks
-/// it, the file, moving the host's items in, a real write/read/delete and the encryption keys.
+/// it, the file, copying the host's items in, a real write/read/delete and the encryption keys.
 /// The Secret Service's checks do not apply and are reported as skipped.
 extension Doctor {
     /// What to do when a file keyring check fails.
@@ -29,9 +29,9 @@ extension Doctor {
             + "(and that the disk is not full)."
         /// Reading the file did not end in time.
         static let slowFile = "the file could not be read in time: raise --timeout."
-        /// Moving the host's items in failed.
+        /// Copying the host's items in failed.
         static let moveIn = "see the message; the host's items stay on the host, and the next process that uses "
-            + "the keyring moves them in."
+            + "the keyring copies them in."
     }
 
     /// The checks that need the portal's secret, in order: skipped together when it is missing.
@@ -44,7 +44,7 @@ extension Doctor {
     ]
 
     /// The checks of the file keyring (without the backend line): session bus, Secret portal,
-    /// file keyring, moved in (when the host's items were looked at), write/read/delete,
+    /// file keyring, copied in (when the host's items were looked at), write/read/delete,
     /// encryption key, then the Secret Service's checks, skipped.
     /// - Parameters:
     ///   - reason: why the file keyring is used, for the skipped checks.
@@ -97,11 +97,11 @@ extension Doctor {
         }
         if let moveIn = await environment.movedIn() {
             if let error = moveIn.error {
-                checks.append(.fail("movedIn", "moved in", ToolError(
-                    kind: error.kind, message: "the host's items were not moved in: \(error.message)",
+                checks.append(.fail("movedIn", "copied in", ToolError(
+                    kind: error.kind, message: "the host's items were not copied in: \(error.message)",
                     status: error.status, detail: error.detail), fix: FileFix.moveIn))
             } else {
-                checks.append(.pass("movedIn", "moved in", moveIn.description))
+                checks.append(.pass("movedIn", "copied in", moveIn.description))
             }
         }
         do {
@@ -142,7 +142,7 @@ struct FileKeyringState: Sendable, Equatable {
     }
 }
 
-/// What moving the host's items into the file keyring did in this process (PingStorage's
+/// What copying the host's items into the file keyring did in this process (PingStorage's
 /// `HostMigration`), as the doctor shows it.
 struct MoveInFinding: Sendable, Equatable {
     /// What happened, in words.

@@ -25,7 +25,7 @@ final class FileKeychain: Sendable {
     private let portal: SecretServiceClient
     private let opened = Locked<FileKeyring?>(nil)
     private let opening = SharedWork<FileKeyring>()
-    /// What moving the host's items in did, per service (see ``HostMigration``).
+    /// What copying the host's items in did, per service (see ``HostMigration``).
     let migrations = Locked<[String: HostMigration.Outcome]>([:])
 
     private init(path: String, portal: SecretServiceClient) {

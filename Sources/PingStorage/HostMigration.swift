@@ -6,17 +6,21 @@ import Foundation
 import FileKeyring
 import SecretService
 
-/// Moving an app's items from the host's Secret Service into its sandbox's file keyring, once,
-/// when a sandboxed app can reach both (its manifest grants `--talk-name=org.freedesktop.secrets`),
-/// as oo7 offers: the items of the configuration's `service` (whoever wrote them) and
-/// SecuredKeyEncryptor's keys.
+/// Copying an app's items from the host's Secret Service into its sandbox's file keyring, once,
+/// when a sandboxed app can reach both (its manifest grants `--talk-name=org.freedesktop.secrets`):
+/// the items of the configuration's `service` (whoever wrote them) and SecuredKeyEncryptor's keys.
 ///
-/// Nothing is deleted from the host until the copy is verified: the items are copied into the
-/// file in one transaction (an item whose exact attributes the file already has is left as the
-/// file has it: the sandbox's copy is the newer), the file is read back, and only the host items
-/// whose copy holds the same secret are deleted. A marker item in the file (attributes
-/// `xdg:schema` = ``markerSchema`` and `service`) records that the service moved in; it is
-/// written last, so a move that stopped half way is resumed by the next process.
+/// **Nothing is deleted or changed on the host.** One keyring serves every app of the user: the
+/// configuration's service is shared by every app that keeps the default
+/// (`com.pingidentity.keychainService`), and key items carry no service at all, so a host item
+/// cannot be proven to be this app's own, and another app may still need it (its key above all:
+/// without it, everything that app encrypted is lost). The host's copies stay; the doctor and the
+/// Flatpak article say how to remove them.
+///
+/// The copy is one transaction of the file: the items the file lacks (by exact attributes: an
+/// item the file already has is left as the file has it, the sandbox's copy is the newer) and a
+/// marker item (attributes `xdg:schema` = ``markerSchema`` and `service`) that records that it
+/// was done, so it is done once, and either whole or not at all.
 struct HostMigration: Sendable {
     /// The result, for ping-keyring's doctor.
     enum Outcome: Sendable, Hashable, CustomStringConvertible {
@@ -24,17 +28,19 @@ struct HostMigration: Sendable {
         case alreadyDone
         /// The host's Secret Service is out of the app's reach (the usual Flatpak case).
         case hostUnreachable
-        /// `moved` items were copied and deleted from the host; `kept` stayed there (their copy
-        /// differs: the sandbox already had newer ones).
-        case moved(moved: Int, kept: Int)
+        /// `copied` items were copied in; `alreadyThere` were not, the file had items with their
+        /// attributes. The host keeps all of them.
+        case copied(copied: Int, alreadyThere: Int)
         /// Not done (the host was locked, a call failed): retried by the next process.
         case failed(KeychainError)
 
         var description: String {
             switch self {
             case .alreadyDone: "done before"
-            case .hostUnreachable: "the host's Secret Service is out of reach: nothing to move in"
-            case .moved(let moved, let kept): "\(moved) item(s) moved in" + (kept > 0 ? ", \(kept) left on the host (the sandbox had its own)" : "")
+            case .hostUnreachable: "the host's Secret Service is out of reach: nothing to copy in"
+            case .copied(let copied, let alreadyThere):
+                "\(copied) item(s) copied in" + (alreadyThere > 0 ? ", \(alreadyThere) not (the sandbox had its own)" : "")
+                    + "; the host's copies stay where they are"
             case .failed(let error): "not done, retried next time: \(error.errorMessage)"
             }
         }
@@ -42,7 +48,7 @@ struct HostMigration: Sendable {
 
     static let markerSchema = "com.pingidentity.PingStorage.MovedIn"
 
-    /// The host's Secret Service.
+    /// The host's Secret Service, read only.
     let host: any KeychainBackend
     /// Whether the host's Secret Service answers (asked only when the marker is missing).
     let hostAnswers: @Sendable () async -> Bool
@@ -51,7 +57,7 @@ struct HostMigration: Sendable {
     let collection: CollectionReference
     let deadline: Deadline
 
-    /// Moves the items in, unless the marker says it was done. Never throws: a failure is the
+    /// Copies the items in, unless the marker says it was done. Never throws: a failure is the
     /// outcome (the app goes on with the file keyring either way).
     func run() async -> Outcome {
         do {
@@ -59,24 +65,21 @@ struct HostMigration: Sendable {
             if try await keyring.items(by: deadline.instant).contains(where: { $0.matches(marker) }) { return .alreadyDone }
             guard await hostAnswers() else { return .hostUnreachable }
             let hostItems = try await readHostItems()
-            try await copy(hostItems)
-            // Verified from the file as written: a host item goes only when the file holds the same
-            // item (copied now, or by a process that stopped before deleting).
-            let stored = try await keyring.items(by: deadline.instant)
-            var moved = 0
-            for item in hostItems {
-                guard let copy = stored.first(where: { $0.attributes == item.info.attributes }), copy.secret == item.secret else {
-                    continue
+            let label = "PingStorage: the host's items of \(service) were copied in"
+            let copied = try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> Int? in
+                // Another process of the app copied them in since the check above.
+                guard !items.contains(where: { $0.matches(marker) }) else { return nil }
+                let missing = hostItems.filter { item in !items.contains { $0.attributes == item.info.attributes } }
+                for item in missing {
+                    items.append(FileKeyringItem(
+                        label: item.info.label, attributes: item.info.attributes, secret: item.secret,
+                        created: Self.fileTime(item.info.created), modified: Self.fileTime(item.info.modified)))
                 }
-                _ = try await host.ending(by: deadline).deleteItem(item.info.path)
-                moved += 1
+                items.append(FileKeyringItem(label: label, attributes: marker, secret: FileKeyringSecret(utf8: "")))
+                return missing.count
             }
-            try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) in
-                items.append(FileKeyringItem(
-                    label: "PingStorage: the items of \(service) were moved in from the host keyring", attributes: marker,
-                    secret: FileKeyringSecret(utf8: "")))
-            }
-            return .moved(moved: moved, kept: hostItems.count - moved)
+            guard let copied else { return .alreadyDone }
+            return .copied(copied: copied, alreadyThere: hostItems.count - copied)
         } catch let error as FileKeyringError {
             return .failed(KeychainError(error))
         } catch let error as SecretServiceError {
@@ -84,6 +87,15 @@ struct HostMigration: Sendable {
         } catch {
             return .failed(.providerError(.init(message: "\(error)")))
         }
+    }
+
+    /// A provider's time as the file stores it (whole seconds since 1970, unsigned 64 bits),
+    /// clamped: the provider's `Created` and `Modified` are whatever it says, and a value at or
+    /// over 2^64 − 1024 seconds becomes 2^64 as a `Double`, which `UInt64` cannot hold.
+    static func fileTime(_ date: Date) -> UInt64 {
+        let seconds = date.timeIntervalSince1970
+        guard seconds > 0 else { return 0 }  // before 1970, and NaN
+        return seconds < 0x1p64 ? UInt64(seconds) : .max
     }
 
     private struct HostItem: Sendable {
@@ -107,21 +119,5 @@ struct HostMigration: Sendable {
             items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value)))
         }
         return items
-    }
-
-    /// Copies what the file lacks (by exact attributes), times and label kept.
-    private func copy(_ hostItems: [HostItem]) async throws(FileKeyringError) {
-        let missing = { @Sendable (items: [FileKeyringItem]) in
-            hostItems.filter { item in !items.contains { $0.attributes == item.info.attributes } }
-        }
-        guard try await !missing(keyring.items(by: deadline.instant)).isEmpty else { return }
-        try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) in
-            for item in missing(items) {
-                items.append(FileKeyringItem(
-                    label: item.info.label, attributes: item.info.attributes, secret: item.secret,
-                    created: UInt64(max(0, item.info.created.timeIntervalSince1970)),
-                    modified: UInt64(max(0, item.info.modified.timeIntervalSince1970))))
-            }
-        }
     }
 }

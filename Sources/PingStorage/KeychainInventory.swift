@@ -32,7 +32,7 @@ extension KeychainConfiguration {
 }
 
 /// What ping-keyring sees of a sandbox's file keyring: every item with its metadata and bytes,
-/// the item an account reads, the file's state and the outcome of moving the host's items in.
+/// the item an account reads, the file's state and the outcome of copying the host's items in.
 /// The account rules are ``KeychainItems``'s (``KeychainItems/chosenFileItem(in:for:)``), so the tool
 /// reads exactly what ``KeychainStorage`` reads. Reads only: writing and deleting go through
 /// ``KeychainStorage`` itself.
@@ -51,10 +51,10 @@ package struct FileKeyringInventory: Sendable {
         package var value: SecretValue
     }
 
-    /// What moving the host's items in did for the configuration's service (see ``HostMigration``).
+    /// What copying the host's items in did for the configuration's service (see ``HostMigration``).
     package struct MoveIn: Sendable {
         /// What happened, in a sentence that says where from (`from the host's Secret Service: 2
-        /// item(s) moved in`, `the host's items were moved in before`, …).
+        /// item(s) copied in; …`, `the host's items were copied in before`, …).
         package var description: String
         /// Why it was not done, when it failed (it is retried by the next process).
         package var error: KeychainError?
@@ -106,15 +106,15 @@ package struct FileKeyringInventory: Sendable {
         return (count > 0 || FileManager.default.fileExists(atPath: keyring.path), count)
     }
 
-    /// What moving the host's items in did for the configuration's service in this process; nil
+    /// What copying the host's items in did for the configuration's service in this process; nil
     /// when it did not run (the file keyring was chosen by a setting, not by automatic selection).
     package var movedIn: MoveIn? {
         keychain.migrations.withLock { $0[configuration.service] }.map { outcome in
             switch outcome {
             case .failed(let error): MoveIn(description: outcome.description, error: error)
-            case .alreadyDone: MoveIn(description: "the host's items were moved in before", error: nil)
+            case .alreadyDone: MoveIn(description: "the host's items were copied in before", error: nil)
             case .hostUnreachable: MoveIn(description: outcome.description, error: nil)
-            case .moved: MoveIn(description: "from the host's Secret Service: \(outcome)", error: nil)
+            case .copied: MoveIn(description: "from the host's Secret Service: \(outcome)", error: nil)
             }
         }
     }

@@ -11,7 +11,7 @@ enum KeychainPlace: Sendable {
 /// setting or outside a sandbox (``BackendRule``); inside a sandbox by asking the Secret portal
 /// for the app's secret (which the file keyring needs anyway), falling back to the Secret Service
 /// when the portal cannot give one but the app may talk to `org.freedesktop.secrets`. There, the
-/// host's items are moved in once (``HostMigration``). A decision that failed is made again by
+/// host's items are copied in once (``HostMigration``). A decision that failed is made again by
 /// the next call.
 final class KeychainPlaces: Sendable {
     static let shared = KeychainPlaces()
@@ -91,14 +91,15 @@ final class KeychainPlaces: Sendable {
             throw SecretServiceError(.providerError, operation: "open the file keyring", message: error.errorMessage,
                                      detail: error.detail)
         }
-        await moveHostItemsIn(configuration, keychain, client, deadline)
+        await copyHostItemsIn(configuration, keychain, client, deadline)
         return Decision(place: .file(keychain), choice: .init(
             kind: .fileKeyring(path: path),
             reason: "in a Flatpak sandbox (\(BackendRule.sandboxMarker) exists), and the Secret portal gave the app's secret"))
     }
 
-    /// Runs ``HostMigration`` when the host's Secret Service answers; records the outcome.
-    private static func moveHostItemsIn(_ configuration: KeychainConfiguration, _ keychain: FileKeychain,
+    /// Runs ``HostMigration`` (a copy: the host keeps its items) when the host's Secret Service
+    /// answers; records the outcome.
+    private static func copyHostItemsIn(_ configuration: KeychainConfiguration, _ keychain: FileKeychain,
                                         _ client: SecretServiceClient, _ deadline: Deadline) async {
         guard let keyring = try? await keychain.keyring(by: deadline) else { return }
         let migration = HostMigration(
@@ -109,10 +110,11 @@ final class KeychainPlaces: Sendable {
             keyring: keyring, service: configuration.service, collection: configuration.collection, deadline: deadline)
         let outcome = await migration.run()
         keychain.migrations.withLock { $0[configuration.service] = outcome }
+        let message = "Copying the host's items of \(configuration.service) into the file keyring: \(outcome)"
         switch outcome {
-        case .failed(let error): Log.warning("Moving the host's items of \(configuration.service) into the file keyring: \(outcome)", error: error)
-        case .moved: Log.info("Moving the host's items of \(configuration.service) into the file keyring: \(outcome)")
-        case .alreadyDone, .hostUnreachable: Log.debug("Moving the host's items of \(configuration.service) into the file keyring: \(outcome)")
+        case .failed(let error): Log.warning(message, error: error)
+        case .copied: Log.info(message)
+        case .alreadyDone, .hostUnreachable: Log.debug(message)
         }
     }
 }

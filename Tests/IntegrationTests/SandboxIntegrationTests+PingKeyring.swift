@@ -23,7 +23,7 @@ extension SandboxIntegration.FileKeyringThroughThePortal {
         #expect(lines.contains("ok    backend            file keyring \(Harness.sandboxKeyring) (\(SandboxIntegration.portalReason))"))
         #expect(lines.contains("ok    Secret portal      gave the app's secret (64 bytes)"))
         #expect(lines.contains { $0.hasPrefix("ok    file keyring       \(Harness.sandboxKeyring) ") })
-        #expect(lines.contains("ok    moved in           the host's Secret Service is out of reach: nothing to move in"))
+        #expect(lines.contains("ok    copied in          the host's Secret Service is out of reach: nothing to copy in"))
         #expect(lines.contains { $0.hasPrefix("ok    write/read/delete  wrote, read back and deleted an item") })
         #expect(lines.contains { $0.hasPrefix("ok    encryption key     ") })
         for title in ["Secret Service", "collection    ", "unlocked      ", "transport     "] {

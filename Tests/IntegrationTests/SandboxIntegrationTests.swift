@@ -160,7 +160,7 @@ struct SandboxIntegration {
         }
     }
 
-    @Suite("Moving in: the host's items, once, verified before the host's copy goes",
+    @Suite("Moving in: the host's items and keys copied into the sandbox, once; the host keeps every one",
            .enabled(if: Harness.sandboxPortal == "gnome" && Harness.hostSecretsReachable,
                     "needs `dbus-test/run --sandbox-talk-secrets`"))
     struct MovingIn {
@@ -174,26 +174,47 @@ struct SandboxIntegration {
             return result.output.split(separator: "'").map(String.init).filter { $0.hasPrefix("/org/freedesktop/secrets/collection/") }
         }
 
-        @Test func theHostsItemsMoveInOnceAndLeaveTheHostOnlyWhenCopied() async throws {
-            let account = uniqueAccount()
-            let onHost = ["PINGSTORAGE_BACKEND": "secret-service"]
-            let environment = ProcessInfo.processInfo.environment
-            let seeded = try await run(Harness.probePath, ["save", account, "from the host"], environment: environment.merging(onHost) { $1 })
-            #expect(seeded.status == 0, "\(seeded.stderr)")
-            #expect(try await Self.hostItems(lookup(account)).count == 1)
+        /// App A on the host (the Secret Service, the default configuration) saved a plain item and
+        /// a SecuredKeyEncryptor one; app B, sandboxed with `--talk-name=org.freedesktop.secrets`,
+        /// then makes its first call. B reads its copies, and A still reads its own, decrypted: the
+        /// service and the key are shared by every app on the host, so none of it is B's to delete.
+        @Test func aSandboxedAppsFirstCallLeavesTheHostAppsItemsAndKeyInPlace() async throws {
+            let plain = uniqueAccount(), encrypted = uniqueAccount()
+            // A is kept on the Secret Service, as every app outside the sandbox is.
+            let appA = ProcessInfo.processInfo.environment.merging(["PINGSTORAGE_BACKEND": "secret-service"]) { $1 }
+            func probe(_ arguments: [String], as environment: [String: String]? = nil) async throws -> ProcessResult {
+                try await run(Harness.probePath, arguments, environment: environment)
+            }
+            var result = try await probe(["save", plain, "plain from A"], as: appA)
+            #expect(result.status == 0, "\(result.stderr)")
+            result = try await probe(["--encrypt", "save", encrypted, "sealed by A"], as: appA)
+            #expect(result.status == 0, "\(result.stderr)")
+            let keysBefore = try await Self.hostItems(["xdg:schema": KeychainStorageSchemas.key])
+            #expect(!keysBefore.isEmpty)
 
-            // The first process using the automatic backend moves it in.
-            let moved = try await run(Harness.probePath, ["get", account])
-            #expect(moved.status == 0, "\(moved.stderr)")
-            #expect(moved.output == "from the host\n")
-            #expect(try await Self.hostItems(lookup(account)).isEmpty, "deleted from the host once copied")
-            let inFile = try await SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", account])
-            #expect(inFile.output == "\"from the host\"", "libsecret reads the moved item from the file")
+            // B's first call (the automatic backend: the file keyring) copies them in.
+            result = try await probe(["get", plain])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.output == "plain from A\n", "B reads its copy")
+            result = try await probe(["--encrypt", "get", encrypted])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.output == "sealed by A\n", "B decrypts its copy with the copied key")
+            let inFile = try await SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", plain])
+            #expect(inFile.output == "\"plain from A\"", "libsecret reads the copied item from the file")
 
-            // Once: an item the host gets later stays there.
+            // A still has everything, as a client we did not write sees it, and reads it decrypted.
+            #expect(try await Self.hostItems(lookup(plain)).count == 1)
+            #expect(try await Self.hostItems(lookup(encrypted)).count == 1)
+            #expect(try await Set(Self.hostItems(["xdg:schema": KeychainStorageSchemas.key])) == Set(keysBefore), "no key left the host")
+            result = try await probe(["get", plain], as: appA)
+            #expect(result.output == "plain from A\n", "\(result.stderr)")
+            result = try await probe(["--encrypt", "get", encrypted], as: appA)
+            #expect(result.output == "sealed by A\n", "\(result.stderr)")
+
+            // Once: an item the host gets later stays there only.
             let later = uniqueAccount()
-            _ = try await run(Harness.probePath, ["save", later, "later"], environment: environment.merging(onHost) { $1 })
-            #expect(try await run(Harness.probePath, ["get", later]).status == 1)
+            _ = try await probe(["save", later, "later"], as: appA)
+            #expect(try await probe(["get", later]).status == 1)
             #expect(try await Self.hostItems(lookup(later)).count == 1)
             #expect(try await KeychainConfiguration().backendInUse().kind == .fileKeyring(path: Harness.sandboxKeyring))
         }

@@ -53,16 +53,16 @@ struct DoctorFileKeyringTests {
 
     @Test func movingInIsReportedWhenItRan() async {
         var environment = fileEnvironment()
-        environment.moveIn = MoveInFinding(description: "from the host's Secret Service: 2 item(s) moved in")
+        environment.moveIn = MoveInFinding(description: "from the host's Secret Service: 2 item(s) copied in")
         var report = await Doctor.run(environment)
         #expect(statuses(report).prefix(7) == ["sessionBus:pass", "backend:pass", "portal:pass", "fileKeyring:pass",
                                                "movedIn:pass", "probe:pass", "encryptionKey:pass"])
-        #expect(report.checks[4].detail == "from the host's Secret Service: 2 item(s) moved in")
+        #expect(report.checks[4].detail == "from the host's Secret Service: 2 item(s) copied in")
 
         environment.moveIn = MoveInFinding(description: "not done", error: ToolError(kind: "locked", message: "The keyring is locked."))
         report = await Doctor.run(environment)
         #expect(report.checks[4].status == .fail)
-        #expect(report.checks[4].detail == "the host's items were not moved in: The keyring is locked.")
+        #expect(report.checks[4].detail == "the host's items were not copied in: The keyring is locked.")
         #expect(report.checks[4].fix == Doctor.FileFix.moveIn)
         #expect(statuses(report).suffix(6).prefix(2) == ["probe:pass", "encryptionKey:pass"], "the file is still used")
         #expect(report.exitStatus == .keyringUnavailable)

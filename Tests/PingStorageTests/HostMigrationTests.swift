@@ -4,7 +4,7 @@ import SecretService
 import Testing
 @testable import PingStorage
 
-@Suite("Moving the host's items into the sandbox's file keyring")
+@Suite("Copying the host's items into the sandbox's file keyring")
 struct HostMigrationTests {
     private let service = "com.pingidentity.keychainService"
 
@@ -13,7 +13,7 @@ struct HostMigrationTests {
                       deadline: Deadline(timeout: .seconds(120)))
     }
 
-    @Test func theServicesItemsAndTheKeysMoveInOnceAndOthersStay() async throws {
+    @Test func theServicesItemsAndTheKeysAreCopiedInOnceAndTheHostKeepsEveryOne() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
         let host = FakeSecretService()
@@ -26,26 +26,29 @@ struct HostMigrationTests {
         let keyring = file.keyring
 
         let outcome = await migration(host, keyring).run()
-        #expect(outcome == .moved(moved: 3, kept: 0))
+        #expect(outcome == .copied(copied: 3, alreadyThere: 0))
         let items = try keyring.items()
         #expect(items.count == 4, "three items and the marker")
-        let moved = try #require(items.first { $0.attributes["account"] == "a" })
-        #expect(moved.secret == FileKeyringSecret(utf8: "\"token\""))
-        #expect(moved.label == "a (svc)")
-        #expect(moved.created == 1_700_000_000, "the host's times are kept")
+        let copied = try #require(items.first { $0.attributes["account"] == "a" })
+        #expect(copied.secret == FileKeyringSecret(utf8: "\"token\""))
+        #expect(copied.label == "a (svc)")
+        #expect(copied.created == 1_700_000_000, "the host's times are kept")
         #expect(items.contains { $0.attributes["username"] == "py" && $0.secret == FileKeyringSecret(utf8: "python") })
-        #expect(host.items.count == 1, "only the other app's item is left on the host")
-        #expect(host.items.values.first?.attributes["service"] == "another.app")
+        #expect(items.contains { $0.attributes["xdg:schema"] == KeyVault.schema }, "the key is copied")
+        // The service and the keys are shared with every other app on the host: nothing there is
+        // provably this app's, so nothing there is deleted or rewritten.
+        #expect(host.items.count == 4, "every host item stays")
+        #expect(host.writes.isEmpty, "nothing was written on the host")
 
         host.seed(attributes: ["service": service, "account": "late"], secret: "late")
         let again = await migration(host, keyring).run()
         #expect(again == .alreadyDone, "once")
-        #expect(host.items.count == 2)
-        // KeychainStorage reads what moved in.
+        #expect(try keyring.items().count == 4, "an item the host gets later is not copied")
+        // KeychainStorage reads what was copied in.
         #expect(try await file.storage(String.self, account: "a").get() == "token")
     }
 
-    @Test func aHostItemIsDeletedOnlyWhenTheFileHoldsTheSameSecret() async throws {
+    @Test func anItemTheFileHasIsLeftAsTheFileHasItAndTheHostsToo() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
         let host = FakeSecretService()
@@ -54,9 +57,28 @@ struct HostMigrationTests {
         let keyring = file.keyring
         try keyring.store(label: "sandbox's", attributes: attributes, secret: FileKeyringSecret(utf8: "sandbox value"))
         let outcome = await migration(host, keyring).run()
-        #expect(outcome == .moved(moved: 0, kept: 1))
-        #expect(host.items.count == 1, "kept on the host: the file has other bytes for it")
+        #expect(outcome == .copied(copied: 0, alreadyThere: 1))
+        #expect(host.items.count == 1 && host.writes.isEmpty, "the host keeps its item as it was")
         #expect(try keyring.items().first { $0.attributes == attributes }?.secret == FileKeyringSecret(utf8: "sandbox value"))
+    }
+
+    /// A provider's `Created` and `Modified` are whatever it says: 2^64 − 1 seconds becomes 2^64 as
+    /// a `Double`, which trapped the conversion to the file's `UInt64`.
+    @Test func aProviderTimeNoFileCanHoldDoesNotStopTheCopy() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let host = FakeSecretService()
+        let clock = 1_700_000_000.0
+        host.seed(attributes: ["service": service, "account": "far"], secret: "far", modifiedOffset: Double(UInt64.max) - clock,
+                  createdOffset: Double(UInt64.max) - clock)
+        host.seed(attributes: ["service": service, "account": "early"], secret: "early", modifiedOffset: -clock - 10)
+        #expect(await migration(host, file.keyring).run() == .copied(copied: 2, alreadyThere: 0))
+        let far = try #require(try file.keyring.items().first { $0.attributes["account"] == "far" })
+        #expect(far.created == .max && far.modified == .max)
+        let early = try #require(try file.keyring.items().first { $0.attributes["account"] == "early" })
+        #expect(early.created == 0 && early.modified == 0, "before 1970: the file's earliest time")
+        #expect(HostMigration.fileTime(Date(timeIntervalSince1970: .nan)) == 0)
+        #expect(HostMigration.fileTime(Date(timeIntervalSince1970: 0x1p64 - 2048)) == UInt64.max - 2047)
     }
 
     @Test func nothingIsDeletedWhenTheCopyCannotBeWritten() async throws {

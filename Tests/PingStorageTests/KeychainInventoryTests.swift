@@ -88,13 +88,13 @@ struct KeychainInventoryTests {
         let inventory = try #require(try await FileKeyringInventory.open(for: file.configuration))
         #expect(inventory.movedIn == nil, "a set backend moves nothing in")
         let keychain = FileKeychain.shared(path: file.path, configuration: file.configuration)
-        keychain.migrations.withLock { $0[service] = .moved(moved: 2, kept: 0) }
-        #expect(inventory.movedIn?.description == "from the host's Secret Service: 2 item(s) moved in")
+        keychain.migrations.withLock { $0[service] = .copied(copied: 2, alreadyThere: 0) }
+        #expect(inventory.movedIn?.description == "from the host's Secret Service: 2 item(s) copied in; the host's copies stay where they are")
         #expect(inventory.movedIn?.error == nil)
         keychain.migrations.withLock { $0[service] = .alreadyDone }
-        #expect(inventory.movedIn?.description == "the host's items were moved in before")
+        #expect(inventory.movedIn?.description == "the host's items were copied in before")
         keychain.migrations.withLock { $0[service] = .hostUnreachable }
-        #expect(inventory.movedIn?.description == "the host's Secret Service is out of reach: nothing to move in")
+        #expect(inventory.movedIn?.description == "the host's Secret Service is out of reach: nothing to copy in")
         keychain.migrations.withLock { $0[service] = .failed(.locked(.init(message: "The host's keyring is locked."))) }
         #expect(inventory.movedIn?.error?.kind == "locked")
     }
