@@ -34,6 +34,8 @@ let package = Package(
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger"),
+        // A second process for PingLoggerTests: what a real process logs, to the journal or stderr.
+        .executableTarget(name: "log-probe", dependencies: ["PingLogger"]),
         .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "PingLogger"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
@@ -62,7 +64,7 @@ let package = Package(
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
-        .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger"]),
+        .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger", "log-probe"]),
         .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CGLib", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",

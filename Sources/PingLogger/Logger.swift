@@ -10,13 +10,19 @@
 // on once, early, from any thread:
 //
 //     import PingLogger
-//     LogManager.logger = LogManager.standard   // debug, info, warning and error
+//     LogManager.logger = LogManager.standard   // info, warning and error (debug: PINGSTORAGE_LOG_DEBUG=1)
 //     LogManager.logger = LogManager.warning    // warnings and errors only
 //
 // or assigns its own type conforming to `Logger`. Library code logs through `LogManager.logger`:
 //
 //     LogManager.logger.i("Opened the default collection")
 //     LogManager.logger.w("Collection is locked, asking to unlock", error: nil)
+//
+// Debug messages
+// --------------
+// `StandardLogger` drops debug messages unless the user sets PINGSTORAGE_LOG_DEBUG=1 (or true, yes,
+// on): the journal keeps debug by default, unlike iOS's unified log, and SDK modules log request
+// and response bodies, tokens among them, at debug.
 //
 // Levels
 // ------

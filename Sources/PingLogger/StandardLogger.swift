@@ -1,5 +1,11 @@
-/// The logger behind ``LogManager/standard``: writes every level to the systemd journal when there
-/// is one, otherwise to standard error (see the notes at the top of `Logger.swift`).
+import Glibc
+
+/// The logger behind ``LogManager/standard``: writes to the systemd journal when there is one,
+/// otherwise to standard error (see the notes at the top of `Logger.swift`). Informational
+/// messages, warnings and errors always; **debug messages only when the user turns them on** with
+/// the environment variable `PINGSTORAGE_LOG_DEBUG=1`, as iOS's unified log keeps no debug message
+/// unless enabled: the journal keeps debug messages by default, and SDK modules log request and
+/// response bodies, tokens among them, at debug.
 ///
 /// All `StandardLogger`s of the process share one journal connection, so creating them is cheap.
 /// A message with an error gets `", Error: <description of the error>"` appended, as on iOS.
@@ -8,27 +14,47 @@
 /// journal; a line to standard error is one `write(2)`.
 ///
 /// `@unchecked Sendable` because the class is not `final` (``WarningLogger`` inherits from it, as
-/// on iOS) and the compiler does not check non-final classes. It is safe: the only stored property
-/// is a `let` of a `Sendable` type, the class is not `open` so no other module can subclass it, and
+/// on iOS) and the compiler does not check non-final classes. It is safe: the stored properties
+/// are `let`s of `Sendable` types, the class is not `open` so no other module can subclass it, and
 /// its one subclass adds no stored property.
 public class StandardLogger: Logger, @unchecked Sendable {
     /// Where the messages go.
     let destination: LogDestination
+    /// Whether ``d(_:)`` logs: the environment's ``debugVariable`` for `StandardLogger()`.
+    let logsDebugMessages: Bool
 
-    /// Creates a logger that writes to the process's shared journal-or-stderr destination.
+    /// The environment variable that turns debug messages on: `1`, `true`, `yes` or `on` (any
+    /// case); unset or any other value leaves them off.
+    public static let debugVariable = "PINGSTORAGE_LOG_DEBUG"
+
+    /// Whether this process's environment turns debug messages on; read once, by the first
+    /// `StandardLogger()`.
+    static let debugTurnedOnByEnvironment: Bool = debugTurnedOn(by: getenv(debugVariable).map { String(cString: $0) })
+
+    /// Whether `value` of ``debugVariable`` turns debug messages on.
+    package static func debugTurnedOn(by value: String?) -> Bool {
+        guard let value else { return false }
+        return ["1", "true", "yes", "on"].contains(value.lowercased())
+    }
+
+    /// Creates a logger that writes to the process's shared journal-or-stderr destination, with
+    /// debug messages when `PINGSTORAGE_LOG_DEBUG` turns them on (see ``debugVariable``).
     ///
     /// (The iOS initializer takes an optional `OSLog`, which does not exist on Linux.)
     public convenience init() {
-        self.init(destination: .standard)
+        self.init(destination: .standard, logsDebugMessages: Self.debugTurnedOnByEnvironment)
     }
 
     /// Creates a logger that writes to `destination` (tests use their own socket or pipe).
-    package init(destination: LogDestination) {
+    package init(destination: LogDestination, logsDebugMessages: Bool) {
         self.destination = destination
+        self.logsDebugMessages = logsDebugMessages
     }
 
-    /// Logs a debug message (journal priority 7, `DEBUG` on standard error).
+    /// Logs a debug message (journal priority 7, `DEBUG` on standard error) when debug messages
+    /// are turned on (``debugVariable``); otherwise drops it.
     public func d(_ message: String) {
+        guard logsDebugMessages else { return }
         destination.write(.debug, message)
     }
 
@@ -67,7 +93,8 @@ public final class WarningLogger: StandardLogger, @unchecked Sendable {
 }
 
 extension LogManager {
-    /// A new ``StandardLogger``: every level, to the systemd journal or else standard error.
+    /// A new ``StandardLogger``: info, warnings and errors, and debug messages when the user turns
+    /// them on (`PINGSTORAGE_LOG_DEBUG=1`), to the systemd journal or else standard error.
     /// Thread-safety: safe from any thread; all standard loggers share one journal connection.
     public static var standard: any Logger { StandardLogger() }
 

@@ -58,7 +58,7 @@ struct RunTests {
         let outcome = try await system.run("run", ["--install-only", "--isolated", "swift", "test"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         let packages = "libsecret-1-dev libglib2.0-dev libgcrypt20-dev pkg-config libsecret-tools dbus-bin gir1.2-secret-1 "
-            + "python3-gi procps python3-keyring zsh groff python3-dbus python3-cryptography dbus-daemon libglib2.0-bin gnome-keyring"
+            + "python3-gi procps python3-keyring zsh groff bubblewrap python3-dbus python3-cryptography dbus-daemon libglib2.0-bin gnome-keyring"
         #expect(try system.calls(of: ["apt-get"]) == [
             "apt-get update -qq",
             "apt-get install -y -qq --no-install-recommends \(packages)",

@@ -17,7 +17,7 @@ import Testing
     @Test func aSimpleMessageIsExactlyTheseBytes() throws {
         let journal = try DatagramReceiver()
         let destination = LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest")
-        StandardLogger(destination: destination).i("Opened the collection")
+        StandardLogger(destination: destination, logsDebugMessages: true).i("Opened the collection")
         let received = try #require(journal.receive())
         #expect(received.memfdContents == nil)
         let expected = "MESSAGE=Opened the collection\nPRIORITY=6\nSYSLOG_IDENTIFIER=pingtest\n"
@@ -29,7 +29,7 @@ import Testing
     @Test func aMultiLineMessageUsesTheBinaryForm() throws {
         let journal = try DatagramReceiver()
         let destination = LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest")
-        StandardLogger(destination: destination).d("line 1\nline 2=x\n")
+        StandardLogger(destination: destination, logsDebugMessages: true).d("line 1\nline 2=x\n")
         let received = try #require(journal.receive())
         let message = Array("line 1\nline 2=x\n".utf8)  // 16 bytes
         let expected: [UInt8] = Array("MESSAGE\n".utf8) + [16, 0, 0, 0, 0, 0, 0, 0] + message + [0x0A]
@@ -41,7 +41,8 @@ import Testing
     @Test func eachLevelHasItsPriorityAndErrorsAreAppended() throws {
         let journal = try DatagramReceiver()
         let logger = StandardLogger(
-            destination: LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest"))
+            destination: LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest"),
+            logsDebugMessages: true)
         logger.d("d")
         logger.i("i")
         logger.w("w", error: nil)
@@ -62,7 +63,8 @@ import Testing
     @Test func warningLoggerSendsOnlyWarningsAndErrors() throws {
         let journal = try DatagramReceiver(timeout: 1)
         let logger = WarningLogger(
-            destination: LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest"))
+            destination: LogDestination(journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest"),
+            logsDebugMessages: true)
         logger.d("d")
         logger.i("i")
         logger.w("w", error: nil)
@@ -77,7 +79,7 @@ import Testing
         let destination = LogDestination(
             journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest", datagramLimit: 1000)
         let message = String(repeating: "0123456789", count: 100) + "\nend"
-        StandardLogger(destination: destination).e(message, error: nil)
+        StandardLogger(destination: destination, logsDebugMessages: true).e(message, error: nil)
         let received = try #require(journal.receive())
         #expect(received.datagram.isEmpty)
         #expect(received.memfdSeals == 0xF)  // SEAL | SHRINK | GROW | WRITE
@@ -91,7 +93,7 @@ import Testing
         let destination = LogDestination(
             journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest", datagramLimit: .max)
         let message = String(repeating: "abcdefgh", count: 128 * 1024)
-        StandardLogger(destination: destination).i(message)
+        StandardLogger(destination: destination, logsDebugMessages: true).i(message)
         let received = try #require(journal.receive())
         #expect(received.memfdContents != nil)
         #expect(journalFields(received.payload) == expectedFields(message, priority: 6))
@@ -104,7 +106,7 @@ import Testing
             journalSocketPath: journal.path, fallbackDescriptor: -1, identifier: "pingtest", datagramLimit: 1000,
             usesMemfd: false)
         let message = String(repeating: "é", count: 2000)  // 4000 bytes, 2 per character
-        StandardLogger(destination: destination).i(message)
+        StandardLogger(destination: destination, logsDebugMessages: true).i(message)
         let received = try #require(journal.receive())
         #expect(received.memfdContents == nil)
         #expect(received.datagram.count <= 1000)
@@ -128,7 +130,7 @@ import Testing
         let destination = LogDestination(journalSocketPath: journal.path, fallbackDescriptor: fallback.descriptor)
         let done = Flag()
         Thread {
-            let logger = StandardLogger(destination: destination)
+            let logger = StandardLogger(destination: destination, logsDebugMessages: true)
             for index in 0..<2000 { logger.i("message \(index)") }
             done.value.store(true, ordering: .releasing)
         }.start()
@@ -154,12 +156,12 @@ import Testing
         let pipe = try Pipe()
         let destination = LogDestination(journalSocketPath: directory.path + "/absent", fallbackDescriptor: pipe.writeEnd)
         #expect(destination.route == .undecided)
-        StandardLogger(destination: destination).i("first")
+        StandardLogger(destination: destination, logsDebugMessages: true).i("first")
         #expect(destination.route == .fallback)
         // A journal that appears later is not used: the decision is made once.
         let late = try DatagramReceiver(timeout: 1)
         _ = rename(late.path, directory.path + "/absent")
-        StandardLogger(destination: destination).i("second")
+        StandardLogger(destination: destination, logsDebugMessages: true).i("second")
         #expect(late.receive() == nil)
         let lines = pipe.drain().split(separator: "\n")
         #expect(lines.count == 2)
@@ -174,7 +176,7 @@ import Testing
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
         let pipe = try Pipe()
         let destination = LogDestination(journalSocketPath: path, fallbackDescriptor: pipe.writeEnd)
-        StandardLogger(destination: destination).w("careful", error: nil)
+        StandardLogger(destination: destination, logsDebugMessages: true).w("careful", error: nil)
         #expect(destination.route == .fallback)
         #expect(pipe.drain().hasSuffix(" [PingStorage] WARNING careful\n"))
     }
@@ -183,7 +185,7 @@ import Testing
         let pipe = try Pipe()
         var journal: DatagramReceiver? = try DatagramReceiver()
         let destination = LogDestination(journalSocketPath: journal!.path, fallbackDescriptor: pipe.writeEnd)
-        let logger = StandardLogger(destination: destination)
+        let logger = StandardLogger(destination: destination, logsDebugMessages: true)
         logger.i("while it is there")
         #expect(journal?.receive() != nil)
         journal = nil  // closes the socket; the path now refuses datagrams
@@ -205,7 +207,7 @@ import Testing
         }
         reader.start()
         DispatchQueue.concurrentPerform(iterations: 4) { worker in
-            let logger = StandardLogger(destination: destination)
+            let logger = StandardLogger(destination: destination, logsDebugMessages: true)
             for round in 0..<100 { logger.i("\(worker)-\(round)") }
         }
         // The reader stops after 2 s without a message.

@@ -21,7 +21,7 @@ struct DiskOnFire: Error, CustomStringConvertible {
     @Test func withoutAJournalEveryLevelGoesToTheFallbackDescriptor() throws {
         let pipe = try Pipe()
         let destination = LogDestination(journalSocketPath: nil, fallbackDescriptor: pipe.writeEnd)
-        let logger = StandardLogger(destination: destination)
+        let logger = StandardLogger(destination: destination, logsDebugMessages: true)
         logger.d("debug message")
         logger.i("info message")
         logger.w("warning message", error: nil)
@@ -42,7 +42,8 @@ struct DiskOnFire: Error, CustomStringConvertible {
 
     @Test func warningLoggerWritesOnlyWarningsAndErrors() throws {
         let pipe = try Pipe()
-        let logger = WarningLogger(destination: LogDestination(journalSocketPath: nil, fallbackDescriptor: pipe.writeEnd))
+        let logger = WarningLogger(destination: LogDestination(journalSocketPath: nil, fallbackDescriptor: pipe.writeEnd),
+                                   logsDebugMessages: true)
         logger.d("no")
         logger.i("no")
         logger.w("yes w", error: DiskOnFire())
@@ -55,7 +56,8 @@ struct DiskOnFire: Error, CustomStringConvertible {
         // Four threads write 2000 lines each to one file opened with O_APPEND (no capacity limit,
         // unlike a pipe). A line written in more than one write(2) would soon be split by another.
         let file = try AppendOnlyFile()
-        let logger = StandardLogger(destination: LogDestination(journalSocketPath: nil, fallbackDescriptor: file.descriptor))
+        let logger = StandardLogger(destination: LogDestination(journalSocketPath: nil, fallbackDescriptor: file.descriptor),
+                                    logsDebugMessages: true)
         DispatchQueue.concurrentPerform(iterations: 4) { thread in
             for round in 0..<2000 { logger.i("thread \(thread) round \(round) " + String(repeating: "x", count: 40)) }
         }
@@ -68,7 +70,7 @@ struct DiskOnFire: Error, CustomStringConvertible {
     @Test func aFailedFallbackWriteIsCountedNotFatal() throws {
         // -1 is never an open descriptor: the write fails with EBADF.
         let destination = LogDestination(journalSocketPath: nil, fallbackDescriptor: -1)
-        StandardLogger(destination: destination).i("lost")
+        StandardLogger(destination: destination, logsDebugMessages: true).i("lost")
         #expect(destination.droppedCount == 1)
     }
 }
