@@ -77,21 +77,11 @@ struct ToolError: Error, Equatable, Sendable {
         case let error as SecretServiceError:
             return from(keychainError(from: error))
         case let error as EncryptorError:
-            return ToolError(kind: kind(of: error), message: error.errorMessage)
+            return ToolError(kind: error.kind, message: error.errorMessage)
         case is CancellationError:
             return ToolError(kind: "cancelled", message: "the operation was cancelled.")
         default:
             return ToolError(kind: "other", message: "\(error)")
-        }
-    }
-
-    /// The case name of an ``EncryptorError`` (its messages never contain key or secret bytes).
-    static func kind(of error: EncryptorError) -> String {
-        switch error {
-        case .failedToEncrypt: "failedToEncrypt"
-        case .failedToDecrypt: "failedToDecrypt"
-        case .keyNotFound: "keyNotFound"
-        case .unsupportedFormat: "unsupportedFormat"
         }
     }
 

@@ -62,9 +62,9 @@ final class FileKeychain: Sendable {
     }
 
     /// The keyring, opened with the portal's secret at the first call.
-    /// - Throws: ``KeychainError/noSecretService(_:)`` when the sandbox has no Secret portal (or
-    ///   it has no backend), ``KeychainError/promptDismissed(_:)`` when its request was refused,
-    ///   ``KeychainError/timedOut(_:)`` at `deadline`; `CancellationError`.
+    /// - Throws: ``KeychainError/Reason/noSecretService(_:)`` when the sandbox has no Secret portal (or
+    ///   it has no backend), ``KeychainError/Reason/promptDismissed(_:)`` when its request was refused,
+    ///   ``KeychainError/Reason/timedOut(_:)`` at `deadline`; `CancellationError`.
     func keyring(by deadline: Deadline) async throws -> FileKeyring {
         if let keyring = opened.withLock({ $0 }) { return keyring }
         let (path, portal, opened) = (self.path, self.portal, self.opened)
@@ -112,8 +112,8 @@ final class FileKeychain: Sendable {
     }
 
     private static func cryptoUnavailable(_ path: String) -> KeychainError {
-        .providerError(.init(message: "The file keyring cannot be opened: libgcrypt is not usable in this process.",
-                             recovery: "Install libgcrypt 1.8 or later.", detail: path))
+        .failure(.providerError(.init(message: "The file keyring cannot be opened: libgcrypt is not usable in this process.",
+                                      recovery: "Install libgcrypt 1.8 or later.", detail: path)))
     }
 }
 
@@ -127,17 +127,17 @@ extension KeychainError {
         case .decryptionFailed, .corruptFile, .unsupportedVersion:
             details.message = "The app's keyring file cannot be read: \(error.message)."
             details.recovery = nil
-            self = .corruptItem(details)
+            self = .failure(.corruptItem(details))
         case .lockTimeout:
             details.message = "The app's keyring file stayed busy: \(error.message)."
-            self = .timedOut(details)
+            self = .failure(.timedOut(details))
         case .invalidItem:
             details.message = "The item cannot be stored in the file keyring: \(error.message)."
-            self = .invalidArgument(details)
+            self = .failure(.invalidArgument(details))
         default:
             details.message = "The app's keyring file could not be used: \(error.message)."
             details.recovery = "Check that the app's data directory is writable and not full."
-            self = .providerError(details)
+            self = .failure(.providerError(details))
         }
     }
 }

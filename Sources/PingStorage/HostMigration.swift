@@ -85,7 +85,7 @@ struct HostMigration: Sendable {
         } catch let error as SecretServiceError {
             return .failed(KeychainError(error))
         } catch {
-            return .failed(.providerError(.init(message: "\(error)")))
+            return .failed(.failure(.providerError(.init(message: "\(error)"))))
         }
     }
 

@@ -45,7 +45,7 @@ struct SecretServiceKeyItems: KeyItemStore {
         }
         // Another process may have created a key at the same time: everyone uses the oldest.
         guard let chosen = try await mapped({ () async throws(SecretServiceError) in try await oldestKey(backend) }) else {
-            throw KeychainError.providerError(.init(message: "The encryption key was created but cannot be found again."))
+            throw KeychainError.failure(.providerError(.init(message: "The encryption key was created but cannot be found again.")))
         }
         return chosen
     }
@@ -111,7 +111,7 @@ struct FileKeyItems: KeyItemStore {
         // Another process created one since we looked: read it.
         let items = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
         guard let oldest = Self.oldest(in: items) else {
-            throw KeychainError.providerError(.init(message: "The encryption key was created but cannot be found again."))
+            throw KeychainError.failure(.providerError(.init(message: "The encryption key was created but cannot be found again.")))
         }
         return Self.choice(oldest)
     }

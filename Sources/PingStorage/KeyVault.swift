@@ -81,7 +81,7 @@ actor KeyVault {
 
     /// The key new data is sealed with, chosen (or created) on first use and again whenever the
     /// change token moved.
-    /// - Throws: ``KeychainError`` when the keyring cannot be used, ``EncryptorError/unsupportedFormat(_:)``
+    /// - Throws: ``KeychainError`` when the keyring cannot be used, ``EncryptorError/Reason/unsupportedFormat(_:)``
     ///   when the oldest key item does not hold a key matching its `key-check`.
     func currentKey() async throws -> (KeyID, SymmetricKey) {
         if let current, let key = keys[current.id], let chosenAt = current.token,
@@ -103,16 +103,17 @@ actor KeyVault {
     }
 
     /// The key with `id`, from memory or the keyring.
-    /// - Throws: ``EncryptorError/keyNotFound(_:)`` when no such key is in the keyring.
+    /// - Throws: ``EncryptorError/failedToDecrypt(_:)`` with ``EncryptorError/Reason/keyNotFound(_:)``
+    ///   when no such key is in the keyring.
     func key(for id: KeyID) async throws -> SymmetricKey {
         if let key = keys[id] { return key }
         let deadline = Deadline(timeout: timeout)
         guard let loaded = try await store(by: deadline).loadKey(id, by: deadline) else {
-            throw EncryptorError.keyNotFound(
+            throw EncryptorError.failedToDecrypt(.keyNotFound(
                 "The encryption key \(id.hexString) this item was encrypted with is not in the keyring "
                 + "(it was deleted, or the keyring was restored from elsewhere). The item was left "
                 + "unchanged and cannot be decrypted; save a new value (it is encrypted with the current "
-                + "key) or delete the item.")
+                + "key) or delete the item."))
         }
         let key = try loaded.get()
         keys[id] = key
@@ -170,13 +171,13 @@ actor KeyVault {
     /// have none): the key, or why the item is unusable.
     static func checkedKey(_ bytes: Data, checkValue: String?, id: String) -> Result<SymmetricKey, EncryptorError> {
         guard let key = try? SymmetricKey(data: bytes) else {
-            return .failure(.unsupportedFormat(
-                "The encryption key item of key \(id) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged."))
+            return .failure(.failedToDecrypt(.unsupportedFormat(
+                "The encryption key item of key \(id) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged.")))
         }
         if let checkValue, checkValue != key.checkValue {
-            return .failure(.unsupportedFormat(
+            return .failure(.failedToDecrypt(.unsupportedFormat(
                 "The encryption key item of key \(id) holds bytes that do not match its key-check attribute: another "
-                + "program changed it. It was left unchanged; restore it, or delete it and the items it encrypted."))
+                + "program changed it. It was left unchanged; restore it, or delete it and the items it encrypted.")))
         }
         return .success(key)
     }
@@ -193,7 +194,7 @@ actor KeyVault {
             Log.info("No encryption key in the keyring: creating key \(id.hexString)")
             return (id, key)
         } catch {
-            throw .providerError(.init(message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed")."))
+            throw .failure(.providerError(.init(message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed").")))
         }
     }
 

@@ -79,16 +79,16 @@ enum BackendRule: Sendable, Hashable {
     static let sandboxMarker = "/.flatpak-info"
 
     /// The rule for `configured`, given the environment and whether the marker exists.
-    /// - Throws: ``KeychainError/invalidArgument(_:)`` for an unknown `PINGSTORAGE_BACKEND`, or
+    /// - Throws: ``KeychainError/Reason/invalidArgument(_:)`` for an unknown `PINGSTORAGE_BACKEND`, or
     ///   when no file keyring path can be found (neither `XDG_DATA_HOME` nor `HOME` is set).
     static func resolve(_ configured: KeychainConfiguration.Backend, environment: [String: String],
                         isSandboxed: Bool) throws(KeychainError) -> BackendRule {
         let defaultPath = FileKeychain.defaultPath(environment: environment)
         func file(_ path: String?, _ reason: String) throws(KeychainError) -> BackendRule {
             guard let path = path ?? defaultPath else {
-                throw .invalidArgument(.init(
+                throw .failure(.invalidArgument(.init(
                     message: "The file keyring has no place: neither XDG_DATA_HOME nor HOME is set.",
-                    recovery: "Set HOME, or give KeychainConfiguration's fileKeyring backend a path."))
+                    recovery: "Set HOME, or give KeychainConfiguration's fileKeyring backend a path.")))
             }
             return .decided(.init(kind: .fileKeyring(path: path), reason: reason))
         }
@@ -109,9 +109,9 @@ enum BackendRule: Sendable, Hashable {
         case "", "automatic":
             break
         default:
-            throw .invalidArgument(.init(
+            throw .failure(.invalidArgument(.init(
                 message: "\(environmentVariable) is '\(variable)', which is not a backend.",
-                recovery: "Set it to secret-service, file-keyring or automatic, or unset it."))
+                recovery: "Set it to secret-service, file-keyring or automatic, or unset it.")))
         }
         guard isSandboxed else {
             return .decided(.init(kind: .secretService, reason: "not in a Flatpak sandbox (\(sandboxMarker) does not exist)"))

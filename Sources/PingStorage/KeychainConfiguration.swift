@@ -33,14 +33,14 @@ public struct KeychainConfiguration: Sendable, Hashable {
         set { options.timeout = newValue }
     }
     /// Whether a locked keyring may be unlocked through the provider's prompt. When false, calls
-    /// on a locked keyring throw ``KeychainError/locked(_:)`` at once. (``options``'.)
+    /// on a locked keyring throw ``KeychainError/Reason/locked(_:)`` at once. (``options``'.)
     public var allowsPrompts: Bool {
         get { options.allowsPrompts }
         set { options.allowsPrompts = newValue }
     }
     /// Whether to accept a provider that only offers `plain` sessions (secrets unencrypted on the
     /// bus). Default false: reading or saving a value then throws
-    /// ``KeychainError/insecureTransport(_:)`` before any secret crosses the bus. (``options``'.)
+    /// ``KeychainError/Reason/insecureTransport(_:)`` before any secret crosses the bus. (``options``'.)
     public var allowsPlainTransport: Bool {
         get { options.allowsPlainTransport }
         set { options.allowsPlainTransport = newValue }

@@ -11,7 +11,7 @@ extension KeychainConfiguration {
     /// without any I/O: the decided backend, or inside a sandbox with automatic selection the
     /// file keyring it aims at (the Secret portal has not been asked yet). For ping-keyring's
     /// doctor, which names the backend even when the portal fails.
-    /// - Throws: ``KeychainError/invalidArgument(_:)`` as ``backendInUse()`` does (an unknown
+    /// - Throws: ``KeychainError/Reason/invalidArgument(_:)`` as ``backendInUse()`` does (an unknown
     ///   `PINGSTORAGE_BACKEND`, no place for the file).
     package func plannedBackend() throws(KeychainError) -> KeychainBackendChoice {
         Self.planned(by: try BackendRule.current(backend))

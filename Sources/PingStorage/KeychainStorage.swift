@@ -69,14 +69,14 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
     /// when there is no item. When duplicates exist, the one `get()` would read.
     /// - Throws: ``KeychainError`` as for `get()`.
     public func itemInfo() async throws -> SecretItemInfo? {
-        try await items.info()
+        try await KeychainError.relabelling(.retrieve) { try await items.info() }
     }
 
     /// ``itemInfo()`` and the item's stored bytes (as saved: JSON, or an encryptor's envelope),
     /// asked for at once; nil when there is no item. For ping-keyring's `get`.
     /// - Throws: ``KeychainError`` as for `get()`.
     package func storedItem() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
-        try await items.infoAndSecret()
+        try await KeychainError.relabelling(.retrieve) { try await items.infoAndSecret() }
     }
 }
 
@@ -89,7 +89,23 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
         EncryptionContext(service: items.configuration.service, account: items.account)
     }
 
+    /// Saves `item`; a ``KeychainError`` from any floor below (the encryptor's key storage among
+    /// them) is thrown as ``KeychainError/unableToSave(_:)`` with its reason.
     func save(item: T) async throws {
+        try await KeychainError.relabelling(.save) { try await write(item) }
+    }
+
+    /// Reads the item; a ``KeychainError`` is thrown as ``KeychainError/unableToRetrieve(_:)``.
+    func get() async throws -> T? {
+        try await KeychainError.relabelling(.retrieve) { try await read() }
+    }
+
+    /// Deletes the item; a ``KeychainError`` is thrown as ``KeychainError/unableToDelete(_:)``.
+    func delete() async throws {
+        try await KeychainError.relabelling(.delete) { try await items.delete() }
+    }
+
+    private func write(_ item: T) async throws {
         try items.validate()
         // Sorted keys: the same item must encode to the same bytes, or a save of an unchanged value
         // could not be recognised and skipped (Foundation on Linux varies the key order).
@@ -111,13 +127,13 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
             guard let secured = encryptor as? SecuredKeyEncryptor else { return }
             if try await secured.keyStillCurrent(for: stored) { return }
         }
-        throw KeychainError.providerError(.init(
+        throw KeychainError.unableToSave(.providerError(.init(
             message: "The encryption key kept changing while the item was being saved.",
             recovery: "Check which program rewrites the PingStorage encryption key item, then save again.",
-            detail: "service \(items.configuration.service), account \(items.account)"))
+            detail: "service \(items.configuration.service), account \(items.account)")))
     }
 
-    func get() async throws -> T? {
+    private func read() async throws -> T? {
         guard var stored = try await items.read() else { return nil }
         var json: Data
         if let contextual = encryptor as? any ContextualEncryptor {
@@ -134,16 +150,12 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
         do {
             return try JSONDecoder().decode(T.self, from: json)
         } catch let error as DecodingError {
-            throw KeychainError.corruptItem(.init(
+            throw KeychainError.unableToRetrieve(.corruptItem(.init(
                 message: "The stored item for account '\(items.account)' is not a \(T.self): \(Self.describe(error)). "
                     + "It was left in the keyring unchanged.",
                 recovery: "Save a new value, or delete the item.",
-                detail: "service \(items.configuration.service), \(stored.bytes.count) bytes"))
+                detail: "service \(items.configuration.service), \(stored.bytes.count) bytes")))
         }
-    }
-
-    func delete() async throws {
-        try await items.delete()
     }
 
     /// A description of a decoding failure that names where it failed but never quotes the data

@@ -25,8 +25,8 @@ import SecretService
 ///   them wrote: a key is never replaced or deleted, every envelope names its key, and all
 ///   processes settle on the same key for new data (the oldest).
 /// - A missing key (deleted in Seahorse, keyring restored from elsewhere) makes `decrypt` throw
-///   ``EncryptorError/keyNotFound(_:)``; the item stays in the keyring, and new saves still work
-///   (with a new key).
+///   ``EncryptorError/failedToDecrypt(_:)`` with ``EncryptorError/Reason/keyNotFound(_:)``; the
+///   item stays in the keyring, and new saves still work (with a new key).
 ///
 /// What it protects against, and what not: see <doc:Encryption> — any process of
 /// the same user can ask the Secret Service for the key.
@@ -55,15 +55,17 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
 
     /// Encrypts `data` bound to no particular item. ``KeychainStorage`` uses
     /// ``encrypt(data:context:)`` instead.
-    /// - Throws: ``EncryptorError/failedToEncrypt``, or a ``KeychainError`` when the key cannot be
-    ///   loaded or created (keyring locked, unavailable, timed out).
+    /// - Throws: ``EncryptorError/failedToEncrypt(_:)`` (the key item is unusable, libgcrypt failed),
+    ///   or ``KeychainError/unableToRetrieve(_:)`` with the reason when the key cannot be loaded or
+    ///   created (keyring locked, unavailable, timed out).
     public func encrypt(data: Data) async throws -> Data {
         try await seal(data, associatedData: Self.unboundAssociatedData)
     }
 
     /// Decrypts what ``encrypt(data:)`` produced.
-    /// - Throws: ``EncryptorError`` (`failedToDecrypt`, `keyNotFound`, `unsupportedFormat`) or a
-    ///   ``KeychainError`` when the keyring cannot be read.
+    /// - Throws: ``EncryptorError/failedToDecrypt(_:)`` (reasons `authenticationFailed`,
+    ///   `keyNotFound`, `unsupportedFormat`), or ``KeychainError/unableToRetrieve(_:)`` when the
+    ///   keyring cannot be read.
     public func decrypt(data: Data) async throws -> Data {
         try await open(data, associatedData: Self.unboundAssociatedData)
     }
@@ -74,19 +76,26 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     }
 
     /// Decrypts `data` read from the item `context` describes; data encrypted for another item
-    /// fails with ``EncryptorError/failedToDecrypt``.
+    /// fails with ``EncryptorError/failedToDecrypt(_:)`` (``EncryptorError/Reason/authenticationFailed``).
     public func decrypt(data: Data, context: EncryptionContext) async throws -> Data {
         try await open(data, associatedData: context.associatedData)
     }
 
     private static let unboundAssociatedData = Data("com.pingidentity.PingStorage/v1/unbound\u{0}".utf8)
 
+    /// Seals `data` with the current key. The key's checks speak of decrypting (the key item
+    /// cannot be read as a key); here they are a failure to encrypt, with the same reason.
     private func seal(_ data: Data, associatedData: Data) async throws -> Data {
-        let (id, key) = try await vault.currentKey()
+        let id: KeyID, key: SymmetricKey
+        do {
+            (id, key) = try await vault.currentKey()
+        } catch let error as EncryptorError {
+            throw EncryptorError.failedToEncrypt(error.reason)
+        }
         do {
             return try Envelope.seal(data, key: key, keyID: id, associatedData: associatedData)
         } catch {
-            throw EncryptorError.failedToEncrypt
+            throw EncryptorError.failedToEncrypt(.cryptoFailure("sealing failed: \(error)"))
         }
     }
 
@@ -108,17 +117,17 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
         do {
             header = try Envelope.header(of: data)
         } catch let error as EnvelopeError {
-            throw EncryptorError.unsupportedFormat(
+            throw EncryptorError.failedToDecrypt(.unsupportedFormat(
                 "the stored item is not data SecuredKeyEncryptor can read (\(error)). It was left unchanged; "
-                + "it may have been written without encryption or by a newer version.")
+                + "it may have been written without encryption or by a newer version."))
         }
         let key = try await vault.key(for: header.keyID)
         do {
             return try Envelope.open(data, key: key, associatedData: associatedData)
         } catch EnvelopeError.authenticationFailed {
-            throw EncryptorError.failedToDecrypt
+            throw EncryptorError.failedToDecrypt(.authenticationFailed)
         } catch let error as EnvelopeError {
-            throw EncryptorError.unsupportedFormat("the stored item cannot be decrypted: \(error)")
+            throw EncryptorError.failedToDecrypt(.unsupportedFormat("the stored item cannot be decrypted: \(error)"))
         }
     }
 }

@@ -149,7 +149,7 @@ struct SandboxIntegration {
                 let started = ContinuousClock.now
                 let error = await keychainError(call)
                 #expect(ContinuousClock.now - started < .seconds(4))
-                guard case .noSecretService(let details) = error else {
+                guard case .noSecretService(let details) = error?.reason else {
                     Issue.record("expected noSecretService, got \(String(describing: error))")
                     continue
                 }

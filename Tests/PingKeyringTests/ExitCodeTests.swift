@@ -16,16 +16,16 @@ struct ExitCodeTests {
 
     @Test func everyKeychainErrorMapsToItsStatus() {
         let cases: [(KeychainError, String, ExitCode)] = [
-            (.noSessionBus(.init(message: "m")), "noSessionBus", .keyringUnavailable),
-            (.noSecretService(.init(message: "m")), "noSecretService", .keyringUnavailable),
-            (.collectionNotFound(.init(message: "m")), "collectionNotFound", .keyringUnavailable),
-            (.locked(.init(message: "m")), "locked", .keyringUnavailable),
-            (.promptDismissed(.init(message: "m")), "promptDismissed", .keyringUnavailable),
-            (.timedOut(.init(message: "m")), "timedOut", .keyringUnavailable),
-            (.insecureTransport(.init(message: "m")), "insecureTransport", .keyringUnavailable),
-            (.corruptItem(.init(message: "m")), "corruptItem", .corrupt),
-            (.invalidArgument(.init(message: "m")), "invalidArgument", .usage),
-            (.providerError(.init(message: "m", detail: "org.x.Failed")), "providerError", .other),
+            (.unableToRetrieve(.noSessionBus(.init(message: "m"))), "noSessionBus", .keyringUnavailable),
+            (.unableToRetrieve(.noSecretService(.init(message: "m"))), "noSecretService", .keyringUnavailable),
+            (.unableToRetrieve(.collectionNotFound(.init(message: "m"))), "collectionNotFound", .keyringUnavailable),
+            (.unableToRetrieve(.locked(.init(message: "m"))), "locked", .keyringUnavailable),
+            (.unableToRetrieve(.promptDismissed(.init(message: "m"))), "promptDismissed", .keyringUnavailable),
+            (.unableToRetrieve(.timedOut(.init(message: "m"))), "timedOut", .keyringUnavailable),
+            (.unableToRetrieve(.insecureTransport(.init(message: "m"))), "insecureTransport", .keyringUnavailable),
+            (.unableToRetrieve(.corruptItem(.init(message: "m"))), "corruptItem", .corrupt),
+            (.unableToRetrieve(.invalidArgument(.init(message: "m"))), "invalidArgument", .usage),
+            (.unableToRetrieve(.providerError(.init(message: "m", detail: "org.x.Failed"))), "providerError", .other),
             (.unableToSave, "unableToSave", .other),
             (.unableToRetrieve, "unableToRetrieve", .other),
             (.unableToDelete, "unableToDelete", .other),
@@ -68,11 +68,11 @@ struct ExitCodeTests {
         #expect(ToolError.from(EncryptorError.failedToDecrypt).kind == "failedToDecrypt")
         #expect(ToolError.from(EncryptorError.failedToDecrypt).status == .corrupt)
         #expect(ToolError.from(EncryptorError.failedToEncrypt).status == .other)
-        let keyNotFound = ToolError.from(EncryptorError.keyNotFound("the encryption key 00ff is not in the keyring"))
+        let keyNotFound = ToolError.from(EncryptorError.failedToDecrypt(.keyNotFound("the encryption key 00ff is not in the keyring")))
         #expect(keyNotFound.kind == "keyNotFound")
         #expect(keyNotFound.status == .corrupt)
         #expect(keyNotFound.message == "the encryption key 00ff is not in the keyring", "the library's message")
-        let unsupported = ToolError.from(EncryptorError.unsupportedFormat("version 2"))
+        let unsupported = ToolError.from(EncryptorError.failedToDecrypt(.unsupportedFormat("version 2")))
         #expect(unsupported.kind == "unsupportedFormat")
         #expect(unsupported.status == .corrupt)
         #expect(ToolError(kind: "encryptionUnavailable", message: "m").status == .other)

@@ -118,7 +118,7 @@ struct FileKeychainTests {
                 try await operation()
                 Issue.record("expected corruptItem")
             } catch let error as KeychainError {
-                guard case .corruptItem(let details) = error else { Issue.record("got \(error)"); continue }
+                guard case .corruptItem(let details) = error.reason else { Issue.record("got \(error)"); continue }
                 #expect(details.message.contains("decryption failed"))
                 #expect(details.detail?.contains(file.path) == true)
             }

@@ -60,7 +60,7 @@ struct KeyVaultTests {
                 }
                 Issue.record("\(attempt) used key bytes that do not match their check value")
             } catch let error as EncryptorError {
-                guard case .unsupportedFormat(let message) = error else {
+                guard case .unsupportedFormat(let message) = error.reason else {
                     Issue.record("\(attempt): \(error)")
                     continue
                 }

@@ -95,7 +95,7 @@ struct KeychainInventoryTests {
         #expect(inventory.movedIn?.description == "the host's items were copied in before")
         keychain.migrations.withLock { $0[service] = .hostUnreachable }
         #expect(inventory.movedIn?.description == "the host's Secret Service is out of reach: nothing to copy in")
-        keychain.migrations.withLock { $0[service] = .failed(.locked(.init(message: "The host's keyring is locked."))) }
+        keychain.migrations.withLock { $0[service] = .failed(.unableToRetrieve(.locked(.init(message: "The host's keyring is locked.")))) }
         #expect(inventory.movedIn?.error?.kind == "locked")
     }
 

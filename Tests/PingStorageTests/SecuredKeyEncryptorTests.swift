@@ -76,7 +76,7 @@ struct SecuredKeyEncryptorTests {
             _ = try await storage.get()
             Issue.record("expected keyNotFound")
         } catch let error as EncryptorError {
-            guard case .keyNotFound(let message) = error else { Issue.record("got \(error)"); return }
+            guard case .keyNotFound(let message) = error.reason else { Issue.record("got \(error)"); return }
             #expect(message.contains("left unchanged"))
         }
         #expect(fake.items.values.contains { $0.attributes["account"] == "acct" }, "the item is kept")
@@ -139,7 +139,7 @@ struct SecuredKeyEncryptorTests {
             _ = try await encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default)).get()
             Issue.record("expected unsupportedFormat")
         } catch let error as EncryptorError {
-            guard case .unsupportedFormat = error else { Issue.record("got \(error)"); return }
+            guard case .unsupportedFormat = error.reason else { Issue.record("got \(error)"); return }
         }
     }
 

@@ -69,7 +69,8 @@ struct TokenVault {
         switch error {
         case let error as KeychainError:
             #if os(Linux)
-            switch error {
+            // The iOS case says which operation failed; on Linux its reason says why.
+            switch error.reason {
             case .locked, .promptDismissed:
                 return "the keyring is locked. Unlock it (log in to the desktop, or open Seahorse or KeePassXC) and run again."
             case .noSessionBus, .noSecretService, .collectionNotFound:
