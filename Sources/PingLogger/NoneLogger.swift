@@ -1,7 +1,12 @@
 /// A logger that discards every message; the default value of ``LogManager/logger``.
 ///
-/// Thread-safety: has no state; safe from any thread.
-public final class NoneLogger: Logger {
+/// Not `final`, as on iOS: a test target that imports the module with `@testable` may subclass it.
+///
+/// Thread-safety: has no state; safe from any thread. `@unchecked Sendable` because the compiler
+/// does not check non-final classes; it is safe: the class has no stored property, and it is not
+/// `open`, so only this module (and `@testable` importers) can subclass it. Classes that do must
+/// keep their own state thread-safe, as every ``Logger`` must.
+public class NoneLogger: Logger, @unchecked Sendable {
     /// Creates a logger that logs nothing. (On iOS the initializer is internal; SDK code uses
     /// ``LogManager/none``.)
     public init() {}

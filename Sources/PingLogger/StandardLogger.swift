@@ -15,8 +15,9 @@ import Glibc
 ///
 /// `@unchecked Sendable` because the class is not `final` (``WarningLogger`` inherits from it, as
 /// on iOS) and the compiler does not check non-final classes. It is safe: the stored properties
-/// are `let`s of `Sendable` types, the class is not `open` so no other module can subclass it, and
-/// its one subclass adds no stored property.
+/// are `let`s of `Sendable` types, its own subclass adds no stored property, and the class is not
+/// `open`, so no other module can subclass it except with `@testable` (as iOS's tests do); such a
+/// subclass must keep its own state thread-safe, as every ``Logger`` must.
 public class StandardLogger: Logger, @unchecked Sendable {
     /// Where the messages go.
     let destination: LogDestination
@@ -40,9 +41,11 @@ public class StandardLogger: Logger, @unchecked Sendable {
     /// Creates a logger that writes to the process's shared journal-or-stderr destination, with
     /// debug messages when `PINGSTORAGE_LOG_DEBUG` turns them on (see ``debugVariable``).
     ///
-    /// (The iOS initializer takes an optional `OSLog`, which does not exist on Linux.)
-    public convenience init() {
-        self.init(destination: .standard, logsDebugMessages: Self.debugTurnedOnByEnvironment)
+    /// (The iOS initializer takes an optional `OSLog`, which does not exist on Linux.) Designated,
+    /// as on iOS, so that a subclass in a test target inherits it.
+    public init() {
+        destination = .standard
+        logsDebugMessages = Self.debugTurnedOnByEnvironment
     }
 
     /// Creates a logger that writes to `destination` (tests use their own socket or pipe).
@@ -83,8 +86,11 @@ public class StandardLogger: Logger, @unchecked Sendable {
 /// The logger behind ``LogManager/warning``: a ``StandardLogger`` that drops debug and
 /// informational messages and logs only warnings and errors.
 ///
-/// Thread-safety: as ``StandardLogger``; this subclass adds no state.
-public final class WarningLogger: StandardLogger, @unchecked Sendable {
+/// Not `final`, as on iOS: a test target that imports the module with `@testable` may subclass it.
+///
+/// Thread-safety: as ``StandardLogger``; this subclass adds no state (`@unchecked Sendable` for
+/// the reason given there).
+public class WarningLogger: StandardLogger, @unchecked Sendable {
     /// Drops the message: this logger logs only warnings and errors.
     public override func d(_ message: String) {}
 

@@ -80,6 +80,51 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
     }
 }
 
+/// An item in the keyring, as an actor: the iOS SDK's `Keychain<T>`, the store behind its
+/// `KeychainStorage`, with the same rules as ``KeychainStorage`` (JSON through the encryptor, one
+/// item per service and account, deadlines, errors) and no cache.
+///
+/// ``KeychainStorage`` does not use it: its store runs on the caller's executor, so a call from
+/// the main actor does not hop to this actor's. Use `Keychain` where iOS code names it.
+///
+/// Thread-safety: an actor; safe from any task, and operations on one account are serialized
+/// within the process as with ``KeychainStorage``. Every call ends within
+/// ``KeychainConfiguration/timeout``.
+public actor Keychain<T: Codable & Sendable>: Storage {
+    private let store: KeychainStore<T>
+
+    /// The item of `account` under the default configuration (the iOS SDK's initializer).
+    /// - Parameters:
+    ///   - account: identifies the item; must not be empty (checked on first use).
+    ///   - encryptor: applied to the item's JSON before it is stored. Default: none.
+    public init(account: String, encryptor: Encryptor = NoEncryptor()) {
+        self.init(account: account, encryptor: encryptor, configuration: .standard)
+    }
+
+    /// The item of `account` where `configuration` keeps it.
+    public init(account: String, encryptor: Encryptor = NoEncryptor(), configuration: KeychainConfiguration) {
+        store = KeychainStore(items: KeychainItems(account: account, configuration: configuration), encryptor: encryptor)
+    }
+
+    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, backend: any KeychainBackend) {
+        store = KeychainStore(items: KeychainItems(account: account, configuration: configuration, backend: backend),
+                              encryptor: encryptor)
+    }
+
+    /// Saves `item`, replacing the account's item.
+    /// - Throws: ``KeychainError/unableToSave(_:)`` with the reason; an encryptor's own error.
+    public func save(item: T) async throws { try await store.save(item: item) }
+
+    /// The account's item; nil only when there is none.
+    /// - Throws: ``KeychainError/unableToRetrieve(_:)`` with the reason (a locked keyring is not
+    ///   nil); an encryptor's own error.
+    public func get() async throws -> T? { try await store.get() }
+
+    /// Deletes the account's item; no item is not an error.
+    /// - Throws: ``KeychainError/unableToDelete(_:)`` with the reason.
+    public func delete() async throws { try await store.delete() }
+}
+
 /// The delegate behind ``KeychainStorage``: JSON, the encryptor, and the item rules.
 struct KeychainStore<T: Codable & Sendable>: Storage {
     let items: KeychainItems

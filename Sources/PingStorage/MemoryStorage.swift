@@ -17,6 +17,30 @@ public class MemoryStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchecke
     }
 }
 
+/// An item in process memory, as an actor: the iOS SDK's `Memory<T>`, the store behind its
+/// `MemoryStorage`. Not encrypted; gone when the process ends.
+///
+/// ``MemoryStorage`` does not use it: its store is lock-protected and runs on the caller's
+/// executor, so a call from the main actor does not hop to this actor's. Use `Memory` where iOS
+/// code names it, or wrap it yourself (`StorageDelegate(delegate: Memory<T>(), cacheable: false)`).
+///
+/// Thread-safety: an actor; safe from any task. Never throws.
+public actor Memory<T: Codable & Sendable>: Storage {
+    private var item: T?
+
+    /// An empty store.
+    public init() {}
+
+    /// Keeps `item`, replacing the one before.
+    public func save(item: T) async throws { self.item = item }
+
+    /// The item; nil when there is none.
+    public func get() async throws -> T? { item }
+
+    /// Forgets the item; nothing to forget is not an error.
+    public func delete() async throws { item = nil }
+}
+
 /// The delegate behind ``MemoryStorage``.
 final class InMemoryStore<T: Codable & Sendable>: Storage {
     private let item = Locked<T?>(nil)
