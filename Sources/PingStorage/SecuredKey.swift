@@ -33,8 +33,10 @@ public struct SecuredKey: Sendable {
     }
 
     /// Encrypts `data` to the key pair's public key with `secAlgorithm`; nil when it cannot.
-    /// - Parameter secAlgorithm: the ECIES variant, iOS's default
-    ///   ``SecKeyAlgorithm/eciesEncryptionCofactorVariableIVX963SHA256AESGCM``.
+    /// - Parameters:
+    ///   - data: the plaintext.
+    ///   - secAlgorithm: the ECIES variant, iOS's default
+    ///     ``SecKeyAlgorithm/eciesEncryptionCofactorVariableIVX963SHA256AESGCM``.
     public func encrypt(
         data: Data, secAlgorithm: SecKeyAlgorithm = .eciesEncryptionCofactorVariableIVX963SHA256AESGCM
     ) -> Data? {
@@ -43,6 +45,9 @@ public struct SecuredKey: Sendable {
 
     /// Decrypts what ``encrypt(data:secAlgorithm:)`` produced with the key pair's private key; nil
     /// when it cannot (other key, changed data, another algorithm).
+    /// - Parameters:
+    ///   - data: what ``encrypt(data:secAlgorithm:)`` returned.
+    ///   - secAlgorithm: the algorithm it was encrypted with.
     public func decrypt(
         data: Data, secAlgorithm: SecKeyAlgorithm = .eciesEncryptionCofactorVariableIVX963SHA256AESGCM
     ) -> Data? {
