@@ -27,16 +27,20 @@ let package = Package(
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
         // The package's one lock type.
         .target(name: "Locking"),
+        // The package's async toolkit: one waiter (OneShot), deadlines kept by one timer per
+        // executor, shared work and remembered reads. Where waits end is given by its user: the
+        // GLib loop thread for SecretService, a light queue for the rest. No D-Bus, no Ping names.
+        .target(name: "Waiting", dependencies: ["Locking"]),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
         .target(name: "PingStorageCrypto", dependencies: ["CGcrypt", "Locking"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
-        .target(name: "SecretService", dependencies: ["CGLib", "CGcrypt", "Locking"]),
+        .target(name: "SecretService", dependencies: ["CGLib", "CGcrypt", "Locking", "Waiting"]),
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger"),
         // A second process for PingLoggerTests: what a real process logs, to the journal or stderr.
         .executableTarget(name: "log-probe", dependencies: ["PingLogger"]),
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "PingLogger"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "Waiting", "PingLogger"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // A second process for the integration tests (interop, two writers, no bus).
         .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
@@ -60,8 +64,8 @@ let package = Package(
         .target(name: "FileKeyring", dependencies: ["CGcrypt", "Locking"], exclude: ["FORMAT.md"]),
         // A second process for FileKeyringTests (two writers at once, a held lock).
         .executableTarget(name: "file-keyring-probe", dependencies: ["FileKeyring"]),
-        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService"]),
-        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "Waiting"]),
+        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking", "Waiting", "keychain-probe"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger", "log-probe"]),

@@ -1,5 +1,5 @@
 import Locking
-import SecretService
+import Waiting
 
 /// Asynchronous locks by key, FIFO per key: operations under different keys run concurrently. A
 /// caller waiting for a lock gives up at its deadline or when its Task is cancelled, without
@@ -7,14 +7,18 @@ import SecretService
 ///
 /// ``shared`` serializes operations on the same account within the process, so that a save
 /// (search, write, remove duplicates) never interleaves with another save or delete of it.
+///
+/// The waits end on the toolkit's light timekeeper: a lock (a contended ``MemoryStorage`` with a
+/// cache takes one) never starts SecretService's GLib loop thread.
 final class AccountLocks: Sendable {
     static let shared = AccountLocks()
 
     /// Keys currently held, with the callers waiting for each.
-    private let held = Locked<[String: [OneShot<Void>]]>([:])
+    private let held = Locked<[String: [OneShot<Void, WaitError>]]>([:])
 
     /// Runs `body` while holding `key`.
-    /// - Throws: `body`'s error; `.timedOut` at `deadline` or `.cancelled` while waiting.
+    /// - Throws: `body`'s error; ``WaitError`` (`.timedOut` at `deadline`, `.cancelled`) while
+    ///   waiting for the lock.
     nonisolated(nonsending) func withLock<Value: Sendable>(
         _ key: String, deadline: Deadline, _ body: nonisolated(nonsending) () async throws -> Value
     ) async throws -> Value {
@@ -23,8 +27,9 @@ final class AccountLocks: Sendable {
         return try await body()
     }
 
-    private func acquire(_ key: String, deadline: Deadline) async throws(SecretServiceError) {
-        let waiter = OneShot<Void>(operation: "wait for another call on the same account", deadline: deadline)
+    private func acquire(_ key: String, deadline: Deadline) async throws(WaitError) {
+        let waiter = OneShot<Void, WaitError>(operation: "wait for another call on the same account", deadline: deadline,
+                                             timekeeper: .light)
         let acquired = held.withLock { held -> Bool in
             guard held[key] != nil else {
                 held[key] = []
@@ -41,7 +46,7 @@ final class AccountLocks: Sendable {
 
     private func release(_ key: String) {
         while true {
-            let next = held.withLock { held -> OneShot<Void>? in
+            let next = held.withLock { held -> OneShot<Void, WaitError>? in
                 guard var waiters = held[key], !waiters.isEmpty else {
                     held[key] = nil
                     return nil

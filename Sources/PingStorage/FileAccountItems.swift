@@ -5,6 +5,7 @@ import Foundation
 #endif
 import FileKeyring
 import SecretService
+import Waiting
 
 /// ``KeychainItems``'s rules on a file keyring: the same items (attributes, label, adoption of
 /// Python keyring and go-keyring items, the newest of duplicates), each operation one

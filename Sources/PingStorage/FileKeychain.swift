@@ -9,6 +9,7 @@ import Glibc
 import FileKeyring
 import Locking
 import SecretService
+import Waiting
 
 /// The file keyring of a sandboxed app (libsecret's and oo7's format, see FileKeyring), opened
 /// with the master secret the Secret portal hands over: one per file in the process, shared by
@@ -24,7 +25,7 @@ final class FileKeychain: Sendable {
     /// The client whose connection asks the portal (the configuration's shared connection).
     private let portal: SecretServiceClient
     private let opened = Locked<FileKeyring?>(nil)
-    private let opening = SharedWork<FileKeyring>()
+    private let opening = SharedWork<FileKeyring, SecretServiceError>(timekeeper: .light)
     /// What copying the host's items in did, per service (see ``HostMigration``).
     let migrations = Locked<[String: HostMigration.Outcome]>([:])
 

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import FileKeyring
 import SecretService
+import Waiting
 
 /// Copying an app's items from the host's Secret Service into its sandbox's file keyring, once,
 /// when a sandboxed app can reach both (its manifest grants `--talk-name=org.freedesktop.secrets`):

@@ -6,6 +6,7 @@ import Foundation
 import FileKeyring
 import PingStorageCrypto
 import SecretService
+import Waiting
 
 /// Where ``KeyVault`` keeps its key items, and how it finds, loads and creates them there. The
 /// rules (which key seals, what a key item holds) are ``KeyVault``'s; a store only applies them.

@@ -6,6 +6,7 @@ import Foundation
 import Locking
 import PingStorageCrypto
 import SecretService
+import Waiting
 
 /// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own where the
 /// configuration keeps its items (``KeyItemStore``: the Secret Service or the sandbox's file
@@ -37,7 +38,7 @@ actor KeyVault {
     private var keys: [KeyID: SymmetricKey] = [:]
     /// The key that seals new data, and the change token when it was chosen.
     private var current: (id: KeyID, token: ChangeToken?)?
-    private let choosing = SharedWork<Result<KeyChoice, any Error>>()
+    private let choosing = SharedWork<Result<KeyChoice, any Error>, SecretServiceError>(timekeeper: .light)
     /// How many callers wait for the key being found or created (tests).
     nonisolated var callersWaitingForTheKey: Int { choosing.waitingCallers }
     private let timeout: Duration

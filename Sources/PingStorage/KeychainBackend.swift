@@ -5,6 +5,7 @@ import Foundation
 #endif
 import Locking
 import SecretService
+import Waiting
 
 /// The Secret Service operations ``KeychainStorage`` and ``SecuredKeyEncryptor`` need: a
 /// ``SecretServiceClient`` in production, an in-memory service in unit tests. Unlock policy, lock

@@ -5,6 +5,7 @@ import Foundation
 #endif
 import FileKeyring
 import SecretService
+import Waiting
 
 extension KeychainConfiguration {
     /// What ``backendInUse()`` will answer, as far as the settings and the sandbox test tell

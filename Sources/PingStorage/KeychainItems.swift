@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import SecretService
+import Waiting
 
 /// The Keychain rules of ``KeychainStorage``: one item per (service, account),
 /// found whoever wrote it (Python keyring and go-keyring items included), replaced in place,
@@ -162,6 +163,10 @@ struct KeychainItems: Sendable {
                     return try await onFile(FileAccountItems(items: self, keyring: keyring, deadline: deadline))
                 }
             }
+        } catch let error as WaitError {
+            let thrown = KeychainError.thrown(error)
+            Log.warning("\(name) of account '\(account)' (service \(configuration.service)) failed while waiting", error: thrown)
+            throw thrown
         } catch let error as SecretServiceError {
             let thrown = KeychainError.thrown(error)
             Log.warning("\(name) of account '\(account)' (service \(configuration.service)) failed: \(error.code)", error: thrown)

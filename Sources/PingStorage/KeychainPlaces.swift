@@ -1,5 +1,6 @@
 import Locking
 import SecretService
+import Waiting
 
 /// Where a configuration's items live, as decided for this process.
 enum KeychainPlace: Sendable {
@@ -29,7 +30,7 @@ final class KeychainPlaces: Sendable {
         let place: KeychainPlace
         let choice: KeychainBackendChoice
     }
-    private let decisions = RememberedReads<Key, Decision>()
+    private let decisions = RememberedReads<Key, Decision, SecretServiceError>(timekeeper: .light)
 
     /// The place of `configuration`'s items and why.
     /// - Throws: ``KeychainError`` (`.invalidArgument` for a bad `PINGSTORAGE_BACKEND`; in a

@@ -1,5 +1,6 @@
 import Locking
 import SecretService
+import Waiting
 
 /// A ``Storage`` that forwards to another storage and can keep the item in memory
 /// (see ``CacheStrategy``). The base class of ``MemoryStorage`` and ``KeychainStorage``, and of
@@ -98,7 +99,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
         guard cacheStrategy != .NO_CACHE else { return try await body() }
         do {
             return try await writes.withLock("", deadline: Deadline(timeout: Deadline.longest), body)
-        } catch let error as SecretServiceError where error.code == .cancelled {
+        } catch WaitError.cancelled {
             throw CancellationError()
         }
     }

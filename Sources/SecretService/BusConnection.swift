@@ -1,5 +1,6 @@
 internal import CGLib
 import Locking
+import Waiting
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -77,7 +78,7 @@ final class BusConnection: Sendable {
             throw .noSessionBus(operation, detail: "DBUS_SESSION_BUS_ADDRESS is not set and $XDG_RUNTIME_DIR/bus does not exist")
         }
         let cancellable = GObjectOwner(adopting: g_cancellable_new())
-        let opened = OneShot<GObjectOwner>(operation: operation, deadline: deadline)
+        let opened = OneShot<GObjectOwner, SecretServiceError>(operation: operation, deadline: deadline)
         opened.onEnd { result in
             if case .failure = result { g_cancellable_cancel(cancellable.typed(GCancellable.self)) }
         }
@@ -160,7 +161,7 @@ final class BusConnection: Sendable {
     ///   goes away first.
     func call(_ call: MethodCall, operation: String, phase: CallPhase = .call,
               deadline: Deadline) async throws(SecretServiceError) -> Reply {
-        let waiter = OneShot<Reply>(operation: operation, deadline: deadline)
+        let waiter = OneShot<Reply, SecretServiceError>(operation: operation, deadline: deadline)
         return try await waiter.value { waiter in
             let serial = send(call, operation: operation, phase: phase) { waiter.finish($0) }
             if let serial { waiter.onEnd { [router] _ in router.forget(serial: serial) } }

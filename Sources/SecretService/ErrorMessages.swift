@@ -1,3 +1,4 @@
+import Waiting
 // The words of SecretServiceError: what each failure means for a person and what they can do.
 // Messages never name object paths, D-Bus names or this repository's tools; those go in `detail`.
 
@@ -44,7 +45,7 @@ extension SecretServiceError {
             recovery: unlockAdvice, detail: detail)
     }
 
-    static func timedOut(_ operation: String, after timeout: Duration) -> SecretServiceError {
+    package static func timedOut(_ operation: String, after timeout: Duration) -> SecretServiceError {
         SecretServiceError(
             .timedOut, operation: operation,
             message: "The keyring did not answer within \(timeout.secondsText).",
@@ -114,18 +115,5 @@ extension SecretServiceError {
             message: "The keyring has no collection for \(collection.description)"
                 + (labels.isEmpty ? "." : "; it has: \(labels.joined(separator: ", ")).") ,
             recovery: fix, detail: "collections: " + (known.isEmpty ? "none" : known.map(\.path.description).joined(separator: ", ")))
-    }
-}
-
-extension Duration {
-    /// "2.5 s", "250 ms": for messages.
-    var secondsText: String {
-        let (seconds, attoseconds) = components
-        let (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        if overflow || seconds > 86_400 * 365 { return "\(seconds / 86_400) days" }
-        let total = milliseconds + attoseconds / 1_000_000_000_000_000
-        if total < 1000 { return "\(total) ms" }
-        if total % 1000 == 0 { return "\(total / 1000) s" }
-        return "\(total / 1000).\((total % 1000) / 100) s"
     }
 }

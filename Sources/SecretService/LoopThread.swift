@@ -8,7 +8,7 @@ import Glibc
 /// private `GMainContext`.
 ///
 /// What runs here, and only here:
-/// - every deadline (one shared timer, see ``Deadlines``) and every cancellation: a call that ends
+/// - every deadline (one shared timer, ``LoopThread/timekeeper``) and every cancellation: a call that ends
 ///   early ends on this thread, so whatever it has to undo (a prompt to dismiss, a
 ///   `GCancellable` to cancel) happens here, never on the caller's thread and never on the
 ///   application's default main context;
@@ -25,7 +25,6 @@ final class LoopThread: Sendable {
     /// Work waiting for the loop, and whether a wake-up is already scheduled: one wake-up for a
     /// batch, and a hand-over ThreadSanitizer can see.
     private let queue = Locked<(work: [@Sendable () -> Void], wakeUpScheduled: Bool)>(([], false))
-    let deadlines = Deadlines()
 
     private init() {
         let context = g_main_context_new()!

@@ -1,3 +1,4 @@
+import Waiting
 /// Runs Secret Service prompts: the one place a prompt is shown, waited for and dismissed.
 ///
 /// The client listens for `Completed` before it calls `Prompt` (no race with a prompt that
@@ -16,7 +17,7 @@ enum Prompts {
         SecretServiceDiagnostics.report(.info, "\(operation): the keyring service shows a prompt (\(path))")
         let started = ContinuousClock.now
         let router = session.bus.router
-        let waiter = OneShot<Variant>(operation: operation, deadline: deadline)
+        let waiter = OneShot<Variant, SecretServiceError>(operation: operation, deadline: deadline)
         let completed = try await waiter.value { waiter in
             let signal = SignalRouter.AwaitedSignal(sender: session.owner, interface: "org.freedesktop.Secret.Prompt",
                                                     member: "Completed", operation: operation) { waiter.finish($0) }

@@ -1,3 +1,4 @@
+import Waiting
 /// What providers do that the Secret Service specification does not say, and how the client copes:
 /// the one place for it. Each entry names the provider and version it was seen with (see
 /// dbus-test/providers/PROVIDERS.md), and what would let it go.

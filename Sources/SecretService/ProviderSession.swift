@@ -1,4 +1,5 @@
 import Locking
+import Waiting
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,12 +22,12 @@ final class ProviderSession: Sendable {
     let kind: ProviderKind
     /// Collection paths by alias (and by the path given, once checked): read once per session; the
     /// two searches of a first `get` both resolve `default` and share the read.
-    let aliases = RememberedReads<String, ObjectPath>(rememberingOnly: { $0 != .none })
+    let aliases = RememberedReads<String, ObjectPath, SecretServiceError>(timekeeper: LoopThread.timekeeper, rememberingOnly: { $0 != .none })
     private let lockStates = Locked<[ObjectPath: (locked: Bool, token: ChangeToken)]>([:])
     /// The negotiated transport, once open: opened once at a time (gnome-keyring has crashed on
     /// concurrent OpenSession), opened again by the next caller when an opening failed.
     private let negotiated = Locked<SessionCrypto?>(nil)
-    private let negotiation = SharedWork<SessionCrypto>()
+    private let negotiation = SharedWork<SessionCrypto, SecretServiceError>(timekeeper: LoopThread.timekeeper)
 
     private init(bus: BusConnection, owner: String, processID: UInt32?, userID: UInt32) {
         self.bus = bus
@@ -164,7 +165,7 @@ final class ProviderLink: Sendable {
         var session: ProviderSession?
     }
     private let state = Locked(State())
-    private let opening = SharedWork<ProviderSession>()
+    private let opening = SharedWork<ProviderSession, SecretServiceError>(timekeeper: LoopThread.timekeeper)
 
     init(bus: BusAddress) { self.bus = bus }
 

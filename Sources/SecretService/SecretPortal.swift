@@ -1,3 +1,4 @@
+import Waiting
 internal import CGLib
 #if canImport(Glibc)
 import Glibc
@@ -37,7 +38,7 @@ extension SecretServiceClient {
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
         let secret = PipeReader(descriptor: ends[0], operation: operation, deadline: deadline)
-        let response = OneShot<Variant>(operation: operation, deadline: deadline)
+        let response = OneShot<Variant, SecretServiceError>(operation: operation, deadline: deadline)
         let router = bus.router
         let awaited = SignalRouter.AwaitedSignal(sender: portal, interface: "org.freedesktop.portal.Request",
                                                  member: "Response", operation: operation) { response.finish($0) }
@@ -115,11 +116,11 @@ extension SecretServiceClient {
 
 /// Reads a pipe to its end on the loop thread, into memory that is wiped unless handed over.
 final class PipeReader: Sendable {
-    private let done: OneShot<[UInt8]>
+    private let done: OneShot<[UInt8], SecretServiceError>
     private let watch: WatchHandle
 
     init(descriptor: Int32, operation: String, deadline: Deadline) {
-        let done = OneShot<[UInt8]>(operation: operation, deadline: deadline)
+        let done = OneShot<[UInt8], SecretServiceError>(operation: operation, deadline: deadline)
         let collected = LoopBound(Collected())
         watch = LoopThread.shared.watch(readable: descriptor) {
             var chunk = [UInt8](repeating: 0, count: 4096)

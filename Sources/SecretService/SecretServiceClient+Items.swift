@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Waiting
 
 extension SecretServiceClient {
     /// Finds items whose attributes include all of `attributes`, whatever their `xdg:schema` (so

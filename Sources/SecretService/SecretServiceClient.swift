@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Waiting
 
 /// An asynchronous client of the freedesktop Secret Service (`org.freedesktop.secrets`): GNOME
 /// Keyring, KWallet, KeePassXC.

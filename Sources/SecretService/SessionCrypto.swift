@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Waiting
 
 /// A transport session with one provider process: how secrets travel in the `(oayays)`
 /// structure. Negotiated with OpenSession on the client's own connection:

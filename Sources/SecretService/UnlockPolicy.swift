@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Waiting
 
 // The unlock policy (the table in SecretServiceClient's documentation) and the collection look-ups
 // it needs: the one place that decides when something is unlocked and how.

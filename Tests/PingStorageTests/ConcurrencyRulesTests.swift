@@ -3,6 +3,7 @@ import Locking
 import SecretService
 import Testing
 @testable import PingStorage
+import Waiting
 
 /// A storage whose saves take a random while, so that concurrent saves finish in another order
 /// than they started (as KeychainStorage's do, behind its account lock).
@@ -42,7 +43,7 @@ struct ConcurrencyRulesTests {
 
     @Test func aCallerWaitingForAnAccountLeavesWhenCancelledOrOutOfTime() async throws {
         let locks = AccountLocks()
-        let release = OneShot<Void>(operation: "hold", deadline: Deadline(timeout: .seconds(30)))
+        let release = OneShot<Void, WaitError>(operation: "hold", deadline: Deadline(timeout: .seconds(30)), timekeeper: .light)
         let holder = Task { try await locks.withLock("k", deadline: Deadline(timeout: .seconds(30))) { try await release.value() } }
         try await Task.sleep(for: .milliseconds(50))
 
@@ -53,16 +54,16 @@ struct ConcurrencyRulesTests {
         do {
             _ = try await cancelled.value
             Issue.record("a cancelled waiter must not get the lock while it is held")
-        } catch let error as SecretServiceError {
-            #expect(error.code == .cancelled)
+        } catch let error as WaitError {
+            #expect(error == .cancelled("wait for another call on the same account"))
         }
         #expect(ContinuousClock.now - started < .seconds(10), "at once, not when the holder is done")
 
         do {
             _ = try await locks.withLock("k", deadline: Deadline(timeout: .milliseconds(100))) { 2 }
             Issue.record("the lock is still held")
-        } catch let error as SecretServiceError {
-            #expect(error.code == .timedOut)
+        } catch let error as WaitError {
+            #expect(error.isTimedOut)
         }
 
         // The waiters that left do not keep the lock from being handed on.

@@ -2,6 +2,7 @@ import Foundation
 import Locking
 import SecretService
 @testable import PingStorage
+import Waiting
 
 /// An in-memory Secret Service for the unit tests of the Keychain rules: items, a lockable
 /// collection, scripted failures, change tokens, and a log of every write so tests can prove what

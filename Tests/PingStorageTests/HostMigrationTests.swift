@@ -3,6 +3,7 @@ import Foundation
 import SecretService
 import Testing
 @testable import PingStorage
+import Waiting
 
 @Suite("Copying the host's items into the sandbox's file keyring")
 struct HostMigrationTests {

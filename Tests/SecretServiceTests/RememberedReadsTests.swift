@@ -2,18 +2,19 @@ import Dispatch
 import Foundation
 @testable import SecretService
 import Testing
+import Waiting
 
 @Suite("RememberedReads: one read per key, however callers interleave")
 struct RememberedReadsTests {
     /// The interleaving CI once hit on a busy machine (two ReadAlias calls in one first `get`): the
     /// read ends, and before its caller's task runs again, another caller asks for the key.
     @Test func aCallerArrivingBeforeTheReadersTaskResumesDoesNotReadAgain() async throws {
-        let reads = RememberedReads<String, String>()
+        let reads = RememberedReads<String, String, SecretServiceError>(timekeeper: LoopThread.timekeeper)
         let readCount = Counter()
         let gate = Gate()
         let read: @Sendable (Deadline) async throws(SecretServiceError) -> String = { deadline throws(SecretServiceError) in
             readCount.increment()
-            let waiter = OneShot<String>(operation: "read", deadline: deadline)
+            let waiter = OneShot<String, SecretServiceError>(operation: "read", deadline: deadline)
             return try await waiter.value { waiter in gate.whenOpened { waiter.finish(.success("/collection/login")) } }
         }
         let executor = HoldingExecutor()
@@ -34,7 +35,7 @@ struct RememberedReadsTests {
     }
 
     @Test func aValueNotWorthRememberingIsReadAgain() async throws {
-        let reads = RememberedReads<String, String>(rememberingOnly: { !$0.isEmpty })
+        let reads = RememberedReads<String, String, SecretServiceError>(timekeeper: LoopThread.timekeeper, rememberingOnly: { !$0.isEmpty })
         let readCount = Counter()
         for _ in 0..<2 {
             let value = try await reads.value(for: "gone", operation: "read", deadline: Deadline(timeout: .seconds(60))) { _ throws(SecretServiceError) in

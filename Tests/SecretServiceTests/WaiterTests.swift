@@ -1,13 +1,14 @@
 import Foundation
 import Testing
 @testable import SecretService
+import Waiting
 
 /// The one waiter, its deadlines and its cancellation, on the real loop thread, without D-Bus.
 @Suite("OneShot: deadlines, cancellation, exactly once")
 struct WaiterTests {
     @Test func aWaitThatNeverEndsEndsAtItsDeadline() async {
         let started = ContinuousClock.now
-        let result = await OneShot<Int>(operation: "never", deadline: Deadline(timeout: .milliseconds(200))).wait()
+        let result = await OneShot<Int, SecretServiceError>(operation: "never", deadline: Deadline(timeout: .milliseconds(200))).wait()
         guard case .failure(let error) = result else { Issue.record("expected a timeout"); return }
         #expect(error.code == .timedOut)
         #expect(error.message.contains("200 ms"))
@@ -17,13 +18,13 @@ struct WaiterTests {
     }
 
     @Test func aResultBeforeTheDeadlineIsReturned() async throws {
-        let value = try await OneShot<Int>(operation: "quick", deadline: Deadline(timeout: .seconds(5))).value { $0.finish(.success(42)) }
+        let value = try await OneShot<Int, SecretServiceError>(operation: "quick", deadline: Deadline(timeout: .seconds(5))).value { $0.finish(.success(42)) }
         #expect(value == 42)
     }
 
     @Test func lateResultsAreDroppedAndEndHooksRunOnce() async {
         let ends = Counter()
-        let waiter = OneShot<Int>(operation: "late", deadline: Deadline(timeout: .milliseconds(50)))
+        let waiter = OneShot<Int, SecretServiceError>(operation: "late", deadline: Deadline(timeout: .milliseconds(50)))
         waiter.onEnd { _ in ends.increment() }
         guard case .failure(let error) = await waiter.wait() else { Issue.record("expected the deadline to end the wait"); return }
         #expect(error.code == .timedOut)
@@ -34,7 +35,7 @@ struct WaiterTests {
 
     @Test func cancellationEndsTheWaitOnTheLoopThreadAtOnce() async {
         let endedOnLoop = Counter()
-        let waiter = OneShot<Int>(operation: "cancel", deadline: Deadline(timeout: .seconds(30)))
+        let waiter = OneShot<Int, SecretServiceError>(operation: "cancel", deadline: Deadline(timeout: .seconds(30)))
         waiter.onEnd { _ in if LoopThread.shared.isCurrent { endedOnLoop.increment() } }
         let task = Task { await waiter.wait() }
         try? await Task.sleep(for: .milliseconds(50))
@@ -50,7 +51,7 @@ struct WaiterTests {
         let started = Counter()
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return await OneShot<Int>(operation: "pre-cancelled", deadline: Deadline(timeout: .seconds(30))).wait { _ in
+            return await OneShot<Int, SecretServiceError>(operation: "pre-cancelled", deadline: Deadline(timeout: .seconds(30))).wait { _ in
                 started.increment()
             }
         }
@@ -61,7 +62,7 @@ struct WaiterTests {
     }
 
     @Test func thousandsOfConcurrentWaitsEachEndExactlyOnce() async throws {
-        let waiters = (0..<5000).map { _ in OneShot<Int>(operation: "many", deadline: Deadline(timeout: .seconds(60))) }
+        let waiters = (0..<5000).map { _ in OneShot<Int, SecretServiceError>(operation: "many", deadline: Deadline(timeout: .seconds(60))) }
         let total = try await withThrowingTaskGroup(of: Int.self) { group in
             for (index, waiter) in waiters.enumerated() {
                 group.addTask {
@@ -71,7 +72,7 @@ struct WaiterTests {
             return try await group.reduce(0, +)
         }
         #expect(total == (0..<5000).reduce(0, +))
-        #expect(!waiters.contains { LoopThread.shared.deadlines.contains($0) }, "ended waits leave no deadline behind")
+        #expect(!waiters.contains { LoopThread.timekeeper.contains($0) }, "ended waits leave no deadline behind")
     }
 
     @Test func anEnormousTimeoutNeitherTrapsNorExpires() async throws {
@@ -80,7 +81,7 @@ struct WaiterTests {
         #expect(LoopThread.milliseconds(.nanoseconds(1)) == 1, "rounded up, never early")
         let deadline = Deadline(timeout: .seconds(Int64.max))
         #expect(deadline.remaining != nil)
-        let value = try await OneShot<Int>(operation: "forever", deadline: deadline).value { waiter in
+        let value = try await OneShot<Int, SecretServiceError>(operation: "forever", deadline: deadline).value { waiter in
             LoopThread.shared.perform { waiter.finish(.success(7)) }
         }
         #expect(value == 7)
@@ -114,7 +115,7 @@ struct SharedWorkTests {
     static func slowWork(_ duration: Duration, runs: Counter) -> @Sendable (Deadline) async throws(SecretServiceError) -> Int {
         { deadline throws(SecretServiceError) in
             runs.increment()
-            let waiter = OneShot<Int>(operation: "open", deadline: deadline)
+            let waiter = OneShot<Int, SecretServiceError>(operation: "open", deadline: deadline)
             return try await waiter.value { waiter in
                 LoopThread.shared.afterDelay(duration) { waiter.finish(.success(runs.value)) }
             }
@@ -122,7 +123,7 @@ struct SharedWorkTests {
     }
 
     @Test func aJoinerOutlivesTheFirstCallersShorterDeadline() async throws {
-        let shared = SharedWork<Int>()
+        let shared = SharedWork<Int, SecretServiceError>(timekeeper: LoopThread.timekeeper)
         let runs = Counter()
         let work = Self.slowWork(.milliseconds(400), runs: runs)
         async let first = shared.value(operation: "open", deadline: Deadline(timeout: .milliseconds(150)), work)
@@ -138,13 +139,13 @@ struct SharedWorkTests {
     }
 
     @Test func aCancelledJoinerLeavesTheOthersWaiting() async throws {
-        let shared = SharedWork<Int>()
+        let shared = SharedWork<Int, SecretServiceError>(timekeeper: LoopThread.timekeeper)
         let runs = Counter()
         let gate = Gate()
         // The work ends only when the test opens the gate, so "left at once" is checked by order, not by a clock.
         let work: @Sendable (Deadline) async throws(SecretServiceError) -> Int = { deadline throws(SecretServiceError) in
             runs.increment()
-            let waiter = OneShot<Int>(operation: "open", deadline: deadline)
+            let waiter = OneShot<Int, SecretServiceError>(operation: "open", deadline: deadline)
             return try await waiter.value { waiter in gate.whenOpened { waiter.finish(.success(runs.value)) } }
         }
         let cancelled = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(60)), work) }

@@ -2,35 +2,38 @@ import Locking
 
 /// One wait that ends exactly once: by its result, by its deadline, by Task cancellation, or by
 /// whoever else calls ``finish(_:)`` first (the provider going away, the connection closing). The
-/// one waiter of SecretService: every D-Bus call, prompt, session opening and shared wait uses it.
+/// one waiter of the package: every D-Bus call, prompt, session opening, lock and shared wait uses it.
 ///
-/// - The deadline is kept by ``Deadlines`` (one timer on the loop thread).
-/// - Cancellation always ends the wait on the loop thread (``LoopThread``): what has to be undone
-///   then (dismissing a prompt, cancelling a `GCancellable`) runs there too.
+/// - The deadline is kept by the wait's ``Timekeeper`` (one timer on its executor).
+/// - Cancellation always ends the wait on that executor: what has to be undone then (dismissing a
+///   prompt, cancelling a `GCancellable`, for SecretService's waits on its loop thread) runs there too.
 /// - ``onEnd`` runs once, right after the wait ended, on the thread that ended it; it is where a
 ///   starter undoes what it set up (a reply registration, a prompt).
-package final class OneShot<Value: Sendable>: Sendable {
+package final class OneShot<Value: Sendable, Failure: WaitFailure>: Sendable {
     private enum State {
         case idle
-        case waiting(CheckedContinuation<Result<Value, SecretServiceError>, Never>)
-        case ended(Result<Value, SecretServiceError>)
+        case waiting(CheckedContinuation<Result<Value, Failure>, Never>)
+        case ended(Result<Value, Failure>)
     }
 
     /// What the wait is for, in errors ("read secret").
     package let operation: String
     package let deadline: Deadline
+    /// Where the deadline fires and cancellation runs.
+    package let timekeeper: Timekeeper
     private let state = Locked<State>(.idle)
-    private let endHook = Locked<(@Sendable (Result<Value, SecretServiceError>) -> Void)?>(nil)
+    private let endHook = Locked<(@Sendable (Result<Value, Failure>) -> Void)?>(nil)
 
-    package init(operation: String, deadline: Deadline) {
+    package init(operation: String, deadline: Deadline, timekeeper: Timekeeper) {
         self.operation = operation
         self.deadline = deadline
+        self.timekeeper = timekeeper
     }
 
     /// Sets what to run when the wait ends (replacing any earlier hook). If it has already ended,
     /// `hook` runs at once. Thread-safe.
-    package func onEnd(_ hook: @escaping @Sendable (Result<Value, SecretServiceError>) -> Void) {
-        let endedWith: Result<Value, SecretServiceError>? = state.withLock { state in
+    package func onEnd(_ hook: @escaping @Sendable (Result<Value, Failure>) -> Void) {
+        let endedWith: Result<Value, Failure>? = state.withLock { state in
             if case .ended(let result) = state { return result }
             endHook.withLock { $0 = hook }
             return nil
@@ -46,8 +49,8 @@ package final class OneShot<Value: Sendable>: Sendable {
     /// Ends the wait with `result` unless it has already ended; returns whether this call ended
     /// it. Thread-safe.
     @discardableResult
-    package func finish(_ result: Result<Value, SecretServiceError>) -> Bool {
-        let (ended, continuation) = state.withLock { state -> (Bool, CheckedContinuation<Result<Value, SecretServiceError>, Never>?) in
+    package func finish(_ result: Result<Value, Failure>) -> Bool {
+        let (ended, continuation) = state.withLock { state -> (Bool, CheckedContinuation<Result<Value, Failure>, Never>?) in
             switch state {
             case .ended: return (false, nil)
             case .idle:
@@ -59,7 +62,7 @@ package final class OneShot<Value: Sendable>: Sendable {
             }
         }
         guard ended else { return false }
-        LoopThread.shared.deadlines.remove(self)
+        timekeeper.remove(self)
         let hook = endHook.withLock { hook in defer { hook = nil }; return hook }
         hook?(result)
         continuation?.resume(returning: result)
@@ -69,10 +72,10 @@ package final class OneShot<Value: Sendable>: Sendable {
     /// Waits for the end. `start` runs once the deadline is armed, on the calling thread, and
     /// must arrange for ``finish(_:)`` to be called; it does not run when the wait ended before
     /// (the deadline had passed, or the Task was cancelled).
-    package func wait(_ start: (OneShot<Value>) -> Void = { _ in }) async -> Result<Value, SecretServiceError> {
+    package func wait(_ start: (OneShot<Value, Failure>) -> Void = { _ in }) async -> Result<Value, Failure> {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let earlier: Result<Value, SecretServiceError>? = state.withLock { state in
+                let earlier: Result<Value, Failure>? = state.withLock { state in
                     switch state {
                     case .idle:
                         state = .waiting(continuation)
@@ -94,18 +97,18 @@ package final class OneShot<Value: Sendable>: Sendable {
                 // Cancelled already: the handler's finish is on its way to the loop thread; the
                 // call is not started meanwhile.
                 guard !Task.isCancelled else { return }
-                LoopThread.shared.deadlines.add(self, at: deadline.instant) { [self] in
+                timekeeper.add(self, at: deadline.instant) { [self] in
                     finish(.failure(.timedOut(operation, after: deadline.timeout)))
                 }
                 start(self)
             }
         } onCancel: {
-            LoopThread.shared.perform { [self] in finish(.failure(.cancelled(operation))) }
+            timekeeper.executor.perform { [self] in finish(.failure(.cancelled(operation))) }
         }
     }
 
     /// ``wait(_:)``, returning the value or throwing the error.
-    package func value(_ start: (OneShot<Value>) -> Void = { _ in }) async throws(SecretServiceError) -> Value {
+    package func value(_ start: (OneShot<Value, Failure>) -> Void = { _ in }) async throws(Failure) -> Value {
         try await wait(start).get()
     }
 }

@@ -32,10 +32,10 @@ package struct Deadline: Sendable, Hashable, Comparable {
     package static func < (a: Deadline, b: Deadline) -> Bool { a.instant < b.instant }
 }
 
-/// Every pending deadline of the process, kept by one timer on the loop thread that is armed for
-/// the earliest of them: the one deadline mechanism of SecretService. Adding a deadline later than
-/// the armed one costs a lock and no wake-up of the loop (most calls have the same timeout).
-final class Deadlines: Sendable {
+/// Every pending deadline of the waits that end on one ``WaitExecutor``, kept by one timer on it
+/// that is armed for the earliest of them: the one deadline mechanism of those waits. Adding a
+/// deadline later than the armed one costs a lock and no wake-up (most calls have the same timeout).
+package final class Timekeeper: Sendable {
     private struct Entry {
         let instant: ContinuousClock.Instant
         let expire: @Sendable () -> Void
@@ -46,9 +46,20 @@ final class Deadlines: Sendable {
         var timerDue: ContinuousClock.Instant?
     }
     private let state = Locked(State())
+    /// Where the deadlines fire and cancellations run.
+    package let executor: any WaitExecutor
 
-    /// Calls `expire` on the loop thread at `instant`, unless `owner` is removed first. Thread-safe.
-    func add(_ owner: AnyObject, at instant: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) {
+    /// The timekeeper of the waits that end on `executor`.
+    package init(executor: any WaitExecutor) {
+        self.executor = executor
+    }
+
+    /// The timekeeper of waits that undo nothing on a particular thread: a ``QueueExecutor`` of
+    /// its own, started on first use (no GLib loop).
+    package static let light = Timekeeper(executor: QueueExecutor(label: "com.pingidentity.waits"))
+
+    /// Calls `expire` on the executor at `instant`, unless `owner` is removed first. Thread-safe.
+    package func add(_ owner: AnyObject, at instant: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) {
         let arm = state.withLock { state -> Bool in
             state.entries[ObjectIdentifier(owner)] = Entry(instant: instant, expire: expire)
             if let due = state.timerDue, due <= instant { return false }
@@ -59,18 +70,18 @@ final class Deadlines: Sendable {
     }
 
     /// Forgets `owner`'s deadline (harmless when it has none). Thread-safe.
-    func remove(_ owner: AnyObject) {
+    package func remove(_ owner: AnyObject) {
         _ = state.withLock { $0.entries.removeValue(forKey: ObjectIdentifier(owner)) }
     }
 
     /// Whether `owner` has a pending deadline (for tests).
-    func contains(_ owner: AnyObject) -> Bool { state.withLock { $0.entries[ObjectIdentifier(owner)] != nil } }
+    package func contains(_ owner: AnyObject) -> Bool { state.withLock { $0.entries[ObjectIdentifier(owner)] != nil } }
 
     private func armTimer(for instant: ContinuousClock.Instant) {
-        LoopThread.shared.afterDelay(max(instant - .now, .zero)) { [self] in expireDue() }
+        executor.afterDelay(max(instant - .now, .zero)) { [self] in expireDue() }
     }
 
-    /// Ends what is due and arms the timer for the next deadline (on the loop thread).
+    /// Ends what is due and arms the timer for the next deadline (on the executor).
     private func expireDue() {
         let now = ContinuousClock.now
         let (due, next) = state.withLock { state -> ([Entry], ContinuousClock.Instant?) in
@@ -87,5 +98,18 @@ final class Deadlines: Sendable {
         }
         for entry in due { entry.expire() }
         if let next { armTimer(for: next) }
+    }
+}
+
+extension Duration {
+    /// "2.5 s", "250 ms": for messages.
+    package var secondsText: String {
+        let (seconds, attoseconds) = components
+        let (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        if overflow || seconds > 86_400 * 365 { return "\(seconds / 86_400) days" }
+        let total = milliseconds + attoseconds / 1_000_000_000_000_000
+        if total < 1000 { return "\(total) ms" }
+        if total % 1000 == 0 { return "\(total / 1000) s" }
+        return "\(total / 1000).\((total % 1000) / 100) s"
     }
 }

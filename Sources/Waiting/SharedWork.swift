@@ -5,14 +5,18 @@ import Locking
 /// (``OneShot``): one caller giving up never ends another's wait, and a run that ran out of an
 /// earlier caller's time does not count against a caller who still has time (it runs again for
 /// them).
-package final class SharedWork<Value: Sendable>: Sendable {
+package final class SharedWork<Value: Sendable, Failure: WaitFailure>: Sendable {
     private struct State {
-        var waiters: [OneShot<Value>] = []
+        var waiters: [OneShot<Value, Failure>] = []
         var running = false
     }
     private let state = Locked(State())
+    /// Where the callers' deadlines fire and their cancellations run.
+    private let timekeeper: Timekeeper
 
-    package init() {}
+    package init(timekeeper: Timekeeper) {
+        self.timekeeper = timekeeper
+    }
 
     /// How many callers wait for the current run (none when nothing runs). For tests that must
     /// know a caller has joined before they go on.
@@ -22,9 +26,9 @@ package final class SharedWork<Value: Sendable>: Sendable {
     /// started the run.
     /// - Throws: the run's error; `.timedOut` at the caller's own deadline; `.cancelled`.
     package func value(operation: String, deadline: Deadline,
-                       _ work: @escaping @Sendable (Deadline) async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
+                       _ work: @escaping @Sendable (Deadline) async throws(Failure) -> Value) async throws(Failure) -> Value {
         while true {
-            let waiter = OneShot<Value>(operation: operation, deadline: deadline)
+            let waiter = OneShot<Value, Failure>(operation: operation, deadline: deadline, timekeeper: timekeeper)
             let start = state.withLock { state -> Bool in
                 state.waiters.append(waiter)
                 defer { state.running = true }
@@ -32,9 +36,9 @@ package final class SharedWork<Value: Sendable>: Sendable {
             }
             if start {
                 Task { [self] in
-                    let result: Result<Value, SecretServiceError>
-                    do throws(SecretServiceError) { result = .success(try await work(deadline)) } catch { result = .failure(error) }
-                    let waiters = state.withLock { state -> [OneShot<Value>] in
+                    let result: Result<Value, Failure>
+                    do throws(Failure) { result = .success(try await work(deadline)) } catch { result = .failure(error) }
+                    let waiters = state.withLock { state -> [OneShot<Value, Failure>] in
                         defer { state.waiters = []; state.running = false }
                         return state.waiters
                     }
@@ -42,7 +46,7 @@ package final class SharedWork<Value: Sendable>: Sendable {
                 }
             }
             let result = await waiter.wait()
-            if case .failure(let error) = result, error.code == .timedOut, deadline.remaining != nil { continue }
+            if case .failure(let error) = result, error.isTimedOut, deadline.remaining != nil { continue }
             return try result.get()
         }
     }
@@ -52,17 +56,21 @@ package final class SharedWork<Value: Sendable>: Sendable {
 /// read (``SharedWork``). The value is remembered inside the read, before any caller resumes, and a
 /// read that starts after another one ended looks again first; so a caller arriving at any moment
 /// finds the value or joins the read, and a key is read once, however its callers interleave.
-package final class RememberedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class RememberedReads<Key: Hashable & Sendable, Value: Sendable, Failure: WaitFailure>: Sendable {
     private struct State {
         var values: [Key: Value] = [:]
-        var reads: [Key: SharedWork<Value>] = [:]
+        var reads: [Key: SharedWork<Value, Failure>] = [:]
     }
     private let state = Locked(State())
     private let isWorthRemembering: @Sendable (Value) -> Bool
+    private let timekeeper: Timekeeper
 
-    /// - Parameter isWorthRemembering: false for a value the next caller must read again (an alias
-    ///   that named nothing, say).
-    package init(rememberingOnly isWorthRemembering: @escaping @Sendable (Value) -> Bool = { _ in true }) {
+    /// - Parameters:
+    ///   - timekeeper: where the callers' deadlines fire and their cancellations run.
+    ///   - isWorthRemembering: false for a value the next caller must read again (an alias that
+    ///     named nothing, say).
+    package init(timekeeper: Timekeeper, rememberingOnly isWorthRemembering: @escaping @Sendable (Value) -> Bool = { _ in true }) {
+        self.timekeeper = timekeeper
         self.isWorthRemembering = isWorthRemembering
     }
 
@@ -72,15 +80,15 @@ package final class RememberedReads<Key: Hashable & Sendable, Value: Sendable>: 
     /// The value for `key`: remembered, or read by `read` (once, shared by concurrent callers).
     /// - Throws: what `read` throws; `.timedOut` at the caller's own deadline; `.cancelled`.
     package func value(for key: Key, operation: String, deadline: Deadline,
-                       read: @escaping @Sendable (Deadline) async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
+                       read: @escaping @Sendable (Deadline) async throws(Failure) -> Value) async throws(Failure) -> Value {
         if let value = remembered(key) { return value }
         let shared = state.withLock { state in
             if let shared = state.reads[key] { return shared }
-            let shared = SharedWork<Value>()
+            let shared = SharedWork<Value, Failure>(timekeeper: timekeeper)
             state.reads[key] = shared
             return shared
         }
-        return try await shared.value(operation: operation, deadline: deadline) { [self] deadline throws(SecretServiceError) in
+        return try await shared.value(operation: operation, deadline: deadline) { [self] deadline throws(Failure) in
             if let value = remembered(key) { return value }
             let value = try await read(deadline)
             if isWorthRemembering(value) { state.withLock { $0.values[key] = value } }

@@ -13,6 +13,9 @@
 //                                          N seeded random save/get/delete on ACCOUNT-PREFIX-0…(ACCOUNTS-1),
 //                                          then one final save of each account; values are
 //                                          "SEED-i-ACCOUNT" so a reader can tell whose they are
+//   keychain-probe contended-memory        ten saves at once through a cached StorageDelegate over a
+//                                          slow in-memory store; prints "contended" and the process's
+//                                          threads (ContendedMemory.swift)
 // Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
 // (SecuredKeyEncryptor), --allow-plain (accept an unencrypted transport session).
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind).
@@ -51,6 +54,10 @@ struct Probe {
             case "--allow-plain": configuration.allowsPlainTransport = true
             default: usage()
             }
+        }
+        if arguments == ["contended-memory"] {
+            await contendedMemory()
+            return
         }
         guard arguments.count >= 2 else { usage() }
         let encryptor: any Encryptor = encrypt ? SecuredKeyEncryptor(configuration: configuration)! : NoEncryptor()

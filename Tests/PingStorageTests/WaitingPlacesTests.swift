@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+import Waiting
+@testable import PingStorage
+
+/// Where PingStorage's waits end: locks, shared work and remembered reads use the toolkit's light
+/// timekeeper, so storage that never talks to D-Bus never starts SecretService's GLib loop thread.
+@Suite("Waits outside SecretService start no GLib loop")
+struct WaitingPlacesTests {
+    @Test func aContendedCachedMemoryStorageStartsNoSecretServiceThread() throws {
+        let output = try runProbe(["contended-memory"])
+        #expect(output.contains("contended"), "the saves waited for one another: \(output)")
+        let threads = output.split(separator: "\n").filter { $0.hasPrefix("thread ") }
+        #expect(!threads.isEmpty, "the probe listed its threads")
+        #expect(!threads.contains("thread secret-service"), "\(threads)")
+    }
+
+    @Test func aLockWaitEndsOnTheLightTimekeeperWithTheToolkitsError() async throws {
+        let locks = AccountLocks()
+        let hold = OneShot<Void, WaitError>(operation: "hold", deadline: Deadline(timeout: .seconds(30)), timekeeper: .light)
+        let holder = Task { try await locks.withLock("k", deadline: Deadline(timeout: .seconds(30))) { try await hold.value() } }
+        try await Task.sleep(for: .milliseconds(50))
+        let started = ContinuousClock.now
+        await #expect(throws: WaitError.timedOut("wait for another call on the same account", after: .milliseconds(100))) {
+            try await locks.withLock("k", deadline: Deadline(timeout: .milliseconds(100))) { 1 }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        hold.finish(.success(()))
+        try await holder.value
+    }
+
+    /// Runs keychain-probe (built next to the test binary) and returns its standard output.
+    private func runProbe(_ arguments: [String]) throws -> String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        if directory.pathExtension == "xctest" { directory = directory.deletingLastPathComponent() }
+        let process = Process()
+        process.executableURL = directory.appendingPathComponent("keychain-probe")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
