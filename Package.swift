@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "SecretService", dependencies: ["CGLib", "CGcrypt", "Locking", "Waiting"]),
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
-        .target(name: "PingLogger"),
+        .target(name: "PingLogger", dependencies: ["Locking"]),
         // A second process for PingLoggerTests: what a real process logs, to the journal or stderr.
         .executableTarget(name: "log-probe", dependencies: ["PingLogger"]),
         .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "Waiting", "PingLogger"]),
@@ -57,7 +57,7 @@ let package = Package(
             dependencies: ["PingStorage", "PingStorageCrypto", "SecretService"]
         ),
         // The command-line tool: a small library of testable pieces and a thin executable.
-        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto"]),
+        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
         // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.

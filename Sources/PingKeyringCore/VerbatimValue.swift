@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorage
-import Synchronization
+import Locking
 
 /// The "encryptor" through which `save` stores the value read from stdin: KeychainStorage's write
 /// path (one item, replaced in place, duplicates removed, attributes and label) with that value in
@@ -49,7 +49,7 @@ struct VerbatimValue: ContextualEncryptor {
 
 /// Remembers the key id of the envelope `save` wrote, for its report (never the bytes).
 private final class SealedEnvelopeRecord: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let value = Locked<String?>(nil)
 
     func record(_ envelope: Data) -> Data {
         let keyID = Encryption.keyID(of: envelope)

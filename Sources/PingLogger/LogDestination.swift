@@ -1,4 +1,5 @@
 import Glibc
+import Locking
 import Synchronization
 
 /// Where a ``StandardLogger``'s messages go: the systemd journal if there is one, else a file
@@ -46,7 +47,7 @@ package final class LogDestination: Sendable {
     private let identifier: String
     private let datagramLimit: Int
     private let usesMemfd: Bool
-    private let state = Mutex<State>(.undecided)
+    private let state = Locked<State>(.undecided)
     private let dropped = Atomic<Int>(0)
 
     /// A destination that tries the journal socket at `journalSocketPath` (none: `nil`) and else

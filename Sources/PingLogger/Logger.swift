@@ -59,7 +59,7 @@
 // Every type here is `Sendable`; every call may be made from any thread or task at the same time.
 // The module does not use Foundation (start-up time of command-line tools).
 
-import Synchronization
+import Locking
 
 /// A destination for the SDK's log messages, with one method per level.
 ///
@@ -92,9 +92,9 @@ public protocol Logger: Sendable {
 /// An `actor` with a private initializer, as in the iOS SDK: it is never instantiated, only its
 /// static members are used. Thread-safety: every static member may be used from any thread.
 public actor LogManager {
-    /// The shared logger. A `Mutex` makes reads and writes from any thread safe; the lock is held
+    /// The shared logger. A `Locked` value makes reads and writes from any thread safe; the lock is held
     /// only to copy the reference in or out, never while logging.
-    private static let shared = Mutex<any Logger>(NoneLogger())
+    private static let shared = Locked<any Logger>(NoneLogger())
 
     private init() {}
 
