@@ -34,7 +34,7 @@ struct SecretServiceKeyItems: KeyItemStore {
         if let oldest = try await mapped({ () async throws(SecretServiceError) in try await oldestKey(backend) }) { return oldest }
         let (id, key) = try KeyVault.newKey()
         // The secret handed over points at the key's own locked memory: no copy of the key is
-        // made on the heap (the session copies it into libsecret's locked memory to encrypt it).
+        // made on the heap (the transport session encrypts it from there, CGcrypt's aes_cbc.c).
         try await mapped { () async throws(SecretServiceError) in
             try await key.withUnsafeBytesAsync { bytes async throws(SecretServiceError) in
                 let secret = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), count: bytes.count,

@@ -43,7 +43,9 @@ struct KeychainItems: Sendable {
     }
 
     /// The stored bytes, or nil when there is no item. Reads only: never writes, deletes or unlocks
-    /// anything but through the prompt the configuration allows.
+    /// anything but through the prompt the configuration allows. (The first call of a
+    /// configuration in a Flatpak sandbox chooses the backend, and may then copy the host's items
+    /// into the file keyring once: ``HostMigration``; that is the backend's choice, not this read.)
     ///
     /// The remembered item (found before, and nothing created or deleted since) is read with one
     /// GetSecret; if the answer's token shows a change meanwhile, the account is searched again.

@@ -11,7 +11,7 @@ import Waiting
 /// being `nonisolated(nonsending)`, runs on the caller's actor: no executor hop).
 ///
 /// `@unchecked Sendable`: the class is `open` (so it cannot be checked `Sendable`), and its own
-/// state is immutable except for the cache, which is a `Mutex`. Subclasses must keep their own
+/// state is immutable except for the cache, which is a `Locked` value. Subclasses must keep their own
 /// state equally safe.
 open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable {
     private let delegate: any Storage<T>

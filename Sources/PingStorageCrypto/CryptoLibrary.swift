@@ -1,11 +1,12 @@
 internal import CGcrypt
 import Locking
 
-// libgcrypt is process-global, and libsecret in the same process uses it too. Both now go through
-// one process-wide once in C (`cgcrypt_initialize`, CGcrypt): SecretService calls it before its
-// libsecret thread starts, and this module calls it first thing. Whoever gets there first
-// initialises libgcrypt completely, on one thread, under one lock; libsecret later finds the
-// library finished and leaves it as it is (its egg_libgcrypt_initialize only initialises when
+// libgcrypt is process-global: the application, or a library it loads (libsecret, when the app
+// uses it itself), may use it in the same process. This package's users of it (SecretService's
+// transport session, FileKeyring, this module) go through one process-wide once in C
+// (`cgcrypt_initialize`, CGcrypt). Whoever gets there first initialises libgcrypt completely, on
+// one thread, under one lock; a libsecret the app loads later finds the library finished and
+// leaves it as it is (its egg_libgcrypt_initialize only initialises when
 // GCRYCTL_INITIALIZATION_FINISHED_P is false).
 //
 // When the application (or another library) initialised libgcrypt before us, we use it as they
@@ -55,8 +56,8 @@ private func libraryState() -> LibraryState {
 ///
 /// Initialisation happens once per process, on whichever thread first touches any member or any
 /// operation of this module or opens a Secret Service connection, and is safe to race: both go
-/// through one process-wide once, so libsecret (which uses the same libgcrypt) never initialises
-/// it at the same time. Thread-safe.
+/// through one process-wide once, so nothing else of this package (nor a libsecret the app loads,
+/// which finds it finished) initialises it at the same time. Thread-safe.
 public enum CryptoLibrary {
     /// The oldest libgcrypt accepted. GCM and built-in thread safety arrived in 1.6; 1.8 is the
     /// oldest release series a supported distribution shipped (Debian 10 has 1.8.4).

@@ -29,7 +29,8 @@ func zeroize(_ data: inout Data) {
 /// marked `MADV_DONTDUMP` (kept out of core dumps) when the system allows it; both are best effort
 /// and their failure is not an error. `deinit` zeroes the allocation with `explicit_bzero` before
 /// unlocking and freeing it. Memory is deliberately not taken from libgcrypt's secure heap: its
-/// allocator may be replaced by libsecret later in the process (see `CryptoLibrary.swift`).
+/// allocator is process-global, and a library the app loads (libsecret) may replace it later in
+/// the process (see `CryptoLibrary.swift`).
 ///
 /// `@unchecked Sendable`: the buffer is written only in `init`, before the object is shared, and is
 /// read-only afterwards (``withUnsafeBytes(_:)`` hands out an immutable view); it is freed only in

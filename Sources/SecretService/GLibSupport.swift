@@ -1,8 +1,9 @@
 internal import CGLib
 
 // Ownership of GLib things: the one GError helper and the one GObject owner. Raw pointers,
-// `GError` and GLib reference counts stay in this file, Variants.swift, BusConnection.swift and
-// SessionKeys.swift (libgcrypt's); everything above them sees Swift values.
+// `GError` and GLib reference counts stay in this file, Variants.swift, BusConnection.swift,
+// SignalRouter.swift (a message filter's C callback), LoopThread.swift (the main context, its
+// sources) and SessionKeys.swift (libgcrypt's); everything above them sees Swift values.
 
 /// A `GError`, copied into Swift (the `GError` itself is freed by ``takeGError(_:)``).
 struct CapturedError: Sendable, Hashable {
@@ -70,18 +71,6 @@ final class GObjectOwner: @unchecked Sendable {
         let raw = LoopBound(raw)
         LoopThread.shared.perform { g_object_unref(raw.value) }
     }
-}
-
-/// Copies a NULL-terminated `gchar**` into Swift without freeing it.
-func stringArray(_ array: UnsafePointer<UnsafePointer<gchar>?>?) -> [String] {
-    guard let array else { return [] }
-    var strings: [String] = []
-    var index = 0
-    while let element = array[index] {
-        strings.append(String(cString: element))
-        index += 1
-    }
-    return strings
 }
 
 /// The body of one GAsyncReadyCallback: created on the loop thread, invoked and released there.

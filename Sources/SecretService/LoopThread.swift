@@ -120,10 +120,12 @@ final class LoopThread: Sendable {
     }
 }
 
-/// A value that only the loop thread dereferences (a C pointer, usually).
+/// A C pointer moved between threads (to the loop thread, usually).
 ///
-/// `@unchecked Sendable`: the value is only moved between threads, never used concurrently: every
-/// function that dereferences it runs on the loop thread (``LoopThread/perform(_:)``).
+/// `@unchecked Sendable`: the value is only moved between threads, never used concurrently in a
+/// way GLib forbids: whatever dereferences it runs on the loop thread (``LoopThread/perform(_:)``),
+/// except the GLib calls documented as thread-safe that take it from any thread (the main
+/// context's `g_main_context_is_owner` and `g_main_context_invoke_full`, `g_source_attach`).
 struct LoopBound<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }

@@ -91,12 +91,6 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
         SecretServiceError(code, operation: operation, message: message, recovery: recovery, detail: detail,
                            dbusErrorName: dbusErrorName)
     }
-
-    /// The same error with more developer detail.
-    func adding(detail more: String) -> SecretServiceError {
-        SecretServiceError(code, operation: operation, message: message, recovery: recovery,
-                           detail: detail.map { "\($0); \(more)" } ?? more, dbusErrorName: dbusErrorName)
-    }
 }
 
 #if canImport(FoundationEssentials)
