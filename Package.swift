@@ -38,32 +38,39 @@ let package = Package(
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger", dependencies: ["Locking"]),
-        // A second process for PingLoggerTests: what a real process logs, to the journal or stderr.
-        .executableTarget(name: "log-probe", dependencies: ["PingLogger"]),
         .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "Waiting", "PingLogger"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
-        // A second process for the integration tests (interop, two writers, no bus).
-        .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"]),
-        // Test support: a process that races libgcrypt's initialisation on purpose, holding one
-        // thread inside it through an access(2) interposer (CAccessGate).
-        .target(name: "CAccessGate"),
-        .executableTarget(
-            name: "gcrypt-race-probe",
-            dependencies: ["CAccessGate", "PingStorage", "PingStorageCrypto", "SecretService"]
-        ),
-        // Test support: a process that looks for copies of a secret in its own memory.
-        .executableTarget(
-            name: "secret-memory-probe",
-            dependencies: ["PingStorage", "PingStorageCrypto", "SecretService"]
-        ),
         // The command-line tool: a small library of testable pieces and a thin executable.
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
         // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.
         .target(name: "FileKeyring", dependencies: ["CGcrypt", "Locking"], exclude: ["FORMAT.md"]),
-        // A second process for FileKeyringTests (two writers at once, a held lock).
-        .executableTarget(name: "file-keyring-probe", dependencies: ["FileKeyring"]),
+        // Test support, in TestSupport/: the second processes the tests start, and the README's
+        // snippet generator. Not part of the library or its programs.
+        // keychain-probe: KeychainStorage as an app uses it (interop, two writers, no bus, threads).
+        .executableTarget(name: "keychain-probe", dependencies: ["PingStorage"], path: "TestSupport/keychain-probe"),
+        // file-keyring-probe: a second FileKeyring writer (two writers at once, a held lock).
+        .executableTarget(name: "file-keyring-probe", dependencies: ["FileKeyring"], path: "TestSupport/file-keyring-probe"),
+        // gcrypt-race-probe: races libgcrypt's initialisation on purpose, holding one thread inside
+        // it through an access(2) interposer (CAccessGate).
+        .target(name: "CAccessGate", path: "TestSupport/CAccessGate"),
+        .executableTarget(
+            name: "gcrypt-race-probe",
+            dependencies: ["CAccessGate", "PingStorage", "PingStorageCrypto", "SecretService"],
+            path: "TestSupport/gcrypt-race-probe"
+        ),
+        // secret-memory-probe: looks for copies of a secret in its own memory.
+        .executableTarget(
+            name: "secret-memory-probe",
+            dependencies: ["PingStorage", "PingStorageCrypto", "SecretService"],
+            path: "TestSupport/secret-memory-probe"
+        ),
+        // log-probe: what a real process logs through LogManager.standard, to the journal or stderr.
+        .executableTarget(name: "log-probe", dependencies: ["PingLogger"], path: "TestSupport/log-probe"),
+        // readme-snippets: generates Tests/ReadmeSnippetTests/ReadmeSnippets.swift from README.md.
+        .executableTarget(name: "readme-snippets", path: "TestSupport/readme-snippets"),
+
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "Waiting"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking", "Waiting", "keychain-probe"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
@@ -79,7 +86,6 @@ let package = Package(
         // The documentation's checks: README.md's ```swift blocks compiled (readme-snippets generates
         // Tests/ReadmeSnippetTests/ReadmeSnippets.swift from them) and checked to be current, its
         // manifests compiled, CHANGELOG.md's newest version.
-        .executableTarget(name: "readme-snippets"),
         .testTarget(name: "ReadmeSnippetTests", dependencies: ["PingStorage", "readme-snippets"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,6 @@
 // Generated from README.md's ```swift blocks by `swift run readme-snippets --write`: do not edit.
 // ReadmeSnippetTests fails when this file differs from what README.md generates now, and the
-// target does not build when a block stops compiling. See Sources/readme-snippets/main.swift.
+// target does not build when a block stops compiling. See TestSupport/readme-snippets/main.swift.
 import Foundation
 import PingStorage
 #if canImport(PingStorageLinux)

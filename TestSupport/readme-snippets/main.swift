@@ -162,7 +162,7 @@ func generatedFile(from blocks: [Block]) throws -> String {
     let header = """
         // Generated from README.md's ```swift blocks by `swift run readme-snippets --write`: do not edit.
         // ReadmeSnippetTests fails when this file differs from what README.md generates now, and the
-        // target does not build when a block stops compiling. See Sources/readme-snippets/main.swift.
+        // target does not build when a block stops compiling. See TestSupport/readme-snippets/main.swift.
         """
     return ([header] + imports + body).joined(separator: "\n") + "\n"
 }
@@ -193,7 +193,7 @@ while let argument = arguments.first {
     case "--manifests":
         guard !arguments.isEmpty else { fail("--manifests needs a directory") }
         manifestDirectory = arguments.removeFirst()
-    default: fail("unknown argument \(argument); see the comment at the top of Sources/readme-snippets/main.swift")
+    default: fail("unknown argument \(argument); see the comment at the top of TestSupport/readme-snippets/main.swift")
     }
 }
 
