@@ -14,14 +14,13 @@ let package = Package(
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
     targets: [
-        // Layer 1: GLib and GIO as the one Clang module SecretService imports, with the little C
-        // that Swift cannot express (CGLib), and the pkg-config flags it builds with.
+        // Layer 1: GLib and GIO as the one Clang module SecretService imports, with the pkg-config
+        // flags it builds with (a system library: it declares nothing of its own).
         .systemLibrary(
-            name: "CGLibSystem",
+            name: "CGLib",
             pkgConfig: "gio-unix-2.0",
             providers: [.apt(["libglib2.0-dev"])]
         ),
-        .target(name: "CGLib", dependencies: ["CGLibSystem"]),
         // libgcrypt (Debian: libgcrypt20-dev), the one process-wide initialisation of it that
         // SecretService and PingStorageCrypto both use, and the Secret Service's transport encryption.
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),

@@ -40,8 +40,8 @@ func takeGError(_ error: UnsafeMutablePointer<GError>) -> CapturedError {
     }
     let quark = error.pointee.domain
     let domain: CapturedError.Domain =
-        quark == cglib_io_error_quark() ? .io
-        : quark == cglib_dbus_error_quark() ? .dbus : .other
+        quark == g_io_error_quark() ? .io
+        : quark == g_dbus_error_quark() ? .dbus : .other
     return CapturedError(
         domain: domain, code: error.pointee.code,
         message: error.pointee.message.map { String(cString: $0) } ?? "unknown error",
