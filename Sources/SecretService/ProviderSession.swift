@@ -106,7 +106,8 @@ final class ProviderSession: Sendable {
     /// negotiated in the background (``startNegotiating(deadline:)``).
     /// - Throws: `.noSecretService`, `.untrustedProvider`, `.protocolError`, connection errors.
     static func open(on bus: BusConnection, deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
-        let owner = try await findOwner(on: bus, deadline: deadline)
+        let owner = try await bus.owner(of: "org.freedesktop.secrets", recordingOwner: true,
+                                        operation: "find the keyring service", deadline: deadline)
         let credentials = try await bus.call(
             .bus(member: "GetConnectionCredentials", arguments: .tuple([.string(owner)])),
             operation: "identify the keyring service", phase: .findingProvider, deadline: deadline
@@ -124,25 +125,6 @@ final class ProviderSession: Sendable {
         let session = ProviderSession(bus: bus, owner: owner, processID: pid, userID: uid)
         session.startNegotiating(deadline: deadline)
         return session
-    }
-
-    /// The unique name of `org.freedesktop.secrets`'s owner, starting the service when the bus can
-    /// (D-Bus activation, as a desktop session does on first use).
-    private static func findOwner(on bus: BusConnection, deadline: Deadline) async throws(SecretServiceError) -> String {
-        let operation = "find the keyring service"
-        var ownerQuery = MethodCall.bus(member: "GetNameOwner", arguments: .tuple([.string("org.freedesktop.secrets")]))
-        ownerQuery.isOwnerQuery = true
-        do throws(SecretServiceError) {
-            return try await bus.call(ownerQuery, operation: operation, phase: .findingProvider, deadline: deadline)
-                .body("(s)", in: operation).child(0).string
-        } catch where error.code == .noSecretService {
-            // No owner now: ask the bus to start one (ServiceUnknown when it cannot).
-            _ = try await bus.call(
-                .bus(member: "StartServiceByName", arguments: .tuple([.string("org.freedesktop.secrets"), .uint32(0)])),
-                operation: operation, phase: .findingProvider, deadline: deadline)
-            return try await bus.call(ownerQuery, operation: operation, phase: .findingProvider, deadline: deadline)
-                .body("(s)", in: operation).child(0).string
-        }
     }
 
     /// The target of `/proc/PID/exe`, or nil when it is not visible.

@@ -86,19 +86,10 @@ extension SecretServiceClient {
 
     /// The portal process's unique name, starting it when the bus can.
     private func portalOwner(_ bus: BusConnection, _ operation: String, _ deadline: Deadline) async throws(SecretServiceError) -> String {
-        let query = MethodCall.bus(member: "GetNameOwner", arguments: .tuple([.string("org.freedesktop.portal.Desktop")]))
         do {
-            return try await bus.call(query, operation: operation, phase: .findingProvider, deadline: deadline)
-                .body("(s)", in: operation).child(0).string
+            return try await bus.owner(of: "org.freedesktop.portal.Desktop", operation: operation, deadline: deadline)
         } catch where error.code == .noSecretService {
-            do {
-                _ = try await bus.call(.bus(member: "StartServiceByName", arguments: .tuple([.string("org.freedesktop.portal.Desktop"), .uint32(0)])),
-                                       operation: operation, phase: .findingProvider, deadline: deadline)
-                return try await bus.call(query, operation: operation, phase: .findingProvider, deadline: deadline)
-                    .body("(s)", in: operation).child(0).string
-            } catch where error.code == .noSecretService {
-                throw Self.noSecretPortal(operation, detail: error.detail)
-            }
+            throw Self.noSecretPortal(operation, detail: error.detail)
         }
     }
 

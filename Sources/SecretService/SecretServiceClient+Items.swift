@@ -169,12 +169,8 @@ extension SecretServiceClient {
             var token = reply.token
             let prompt = ObjectPath(trusted: body.child(1).string)
             if prompt != .none {
-                guard options.allowsPrompts else {
-                    Prompts.dismiss(prompt, in: session)
-                    throw .locked(operation, promptsAllowed: false, detail: "creating an item in \(collectionPath) needs a prompt")
-                }
-                itemPath = try await Prompts.run(prompt, resultType: "o", in: session, operation: operation,
-                                                 deadline: deadline)?.string ?? "/"
+                itemPath = try await promptIfAllowed(prompt, resultType: "o", session, deadline, operation: operation, refusal:
+                    .locked(operation, promptsAllowed: false, detail: "creating an item in \(collectionPath) needs a prompt"))?.string ?? "/"
                 token = session.bus.router.token
             }
             guard let created = try? ItemPath(itemPath) else {
@@ -197,11 +193,8 @@ extension SecretServiceClient {
                                                        operation: operation, deadline: deadline)
                     let prompt = ObjectPath(trusted: try reply.body("(o)", in: operation).child(0).string)
                     guard prompt != .none else { return reply.token }
-                    guard options.allowsPrompts else {
-                        Prompts.dismiss(prompt, in: session)
-                        throw .locked(operation, promptsAllowed: false, detail: "deleting \(path) needs a prompt")
-                    }
-                    _ = try await Prompts.run(prompt, resultType: "*", in: session, operation: operation, deadline: deadline)
+                    _ = try await promptIfAllowed(prompt, resultType: "*", session, deadline, operation: operation, refusal:
+                        .locked(operation, promptsAllowed: false, detail: "deleting \(path) needs a prompt"))
                     return session.bus.router.token
                 }
             } catch where error.code == .itemNotFound {

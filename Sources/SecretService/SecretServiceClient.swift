@@ -143,11 +143,8 @@ public final class SecretServiceClient: Sendable {
                                                .tuple([.objectPaths(paths)]), operation: "lock", deadline: deadline)
             let prompt = ObjectPath(trusted: try reply.body("(aoo)", in: "lock").child(1).string)
             guard prompt != .none else { return }
-            guard options.allowsPrompts else {
-                Prompts.dismiss(prompt, in: session)
-                throw .promptDismissed("lock", detail: "locking needs a prompt, and prompts are turned off")
-            }
-            _ = try await Prompts.run(prompt, resultType: "ao", in: session, operation: "lock", deadline: deadline)
+            _ = try await promptIfAllowed(prompt, resultType: "ao", session, deadline, operation: "lock", refusal:
+                .promptDismissed("lock", detail: "locking needs a prompt, and prompts are turned off"))
         }
     }
 

@@ -9,6 +9,18 @@ import Waiting
 // it needs: the one place that decides when something is unlocked and how.
 
 extension SecretServiceClient {
+    /// Runs the provider's `prompt` (not `/`) when prompts are allowed, and returns its result;
+    /// when they are not, dismisses it and throws `refusal`. The one place that decides whether a
+    /// prompt may be shown.
+    func promptIfAllowed(_ prompt: ObjectPath, resultType: StaticString, _ session: ProviderSession, _ deadline: Deadline,
+                         operation: String, refusal: @autoclosure () -> SecretServiceError) async throws(SecretServiceError) -> Variant? {
+        guard options.allowsPrompts else {
+            Prompts.dismiss(prompt, in: session)
+            throw refusal()
+        }
+        return try await Prompts.run(prompt, resultType: resultType, in: session, operation: operation, deadline: deadline)
+    }
+
     /// Unlocks `paths`: at once when the provider can, through its prompt when it shows one and
     /// prompts are allowed.
     /// - Throws: `.locked` when a prompt is needed and not allowed, `.promptDismissed` when the
@@ -21,11 +33,8 @@ extension SecretServiceClient {
         var unlocked = Set(reply.child(0).strings)
         let prompt = ObjectPath(trusted: reply.child(1).string)
         if prompt != .none {
-            guard options.allowsPrompts else {
-                Prompts.dismiss(prompt, in: session)
-                throw .locked(operation, promptsAllowed: false, detail: paths.map(\.rawValue).joined(separator: ", "))
-            }
-            let result = try await Prompts.run(prompt, resultType: "ao", in: session, operation: operation, deadline: deadline)
+            let result = try await promptIfAllowed(prompt, resultType: "ao", session, deadline, operation: operation, refusal:
+                .locked(operation, promptsAllowed: false, detail: paths.map(\.rawValue).joined(separator: ", ")))
             unlocked.formUnion(result?.strings ?? [])
         }
         let stillLocked = paths.filter { !unlocked.contains($0.rawValue) }
