@@ -37,8 +37,9 @@ struct FileAccountItems: Sendable {
     }
 
     /// Leaves exactly one item of the account, holding `value`. Nothing is written when that is
-    /// already so.
-    func write(_ value: SecretValue) async throws {
+    /// already so, the item's secret counting as `value` when `holds` says so.
+    /// - Returns: whether the file was written.
+    func write(_ value: SecretValue, sameValue holds: @escaping @Sendable (Data) -> Bool) async throws -> Bool {
         let secret = FileKeyringSecret(copying: value.bytes)
         let (label, attributes, rules) = (items.label, items.itemAttributes, items)
         do {
@@ -50,7 +51,7 @@ struct FileAccountItems: Sendable {
                     }
                     let duplicates = stored.indices.filter { $0 != target && rules.belongsToAccount(stored[$0].attributes) }
                     var item = stored[target]
-                    if item.secret != secret { item.secret = secret }
+                    if item.secret != secret, !Self.secret(item.secret, satisfies: holds) { item.secret = secret }
                     item.label = label
                     item.attributes.merge(attributes) { $1 }
                     guard item != stored[target] || !duplicates.isEmpty else { throw FileKeyringError.aborted("unchanged") }
@@ -65,8 +66,9 @@ struct FileAccountItems: Sendable {
                 }
             }
         } catch is Unchanged {
-            return
+            return false
         }
+        return true
     }
 
     /// Removes every item of the account; nothing to remove is success (and writes nothing).
@@ -103,6 +105,13 @@ struct FileAccountItems: Sendable {
     }
 
     /// A transaction abandoned on purpose: there was nothing to change.
+    /// Whether `secret` passes `holds`, given a copy of its bytes that is wiped afterwards.
+    private static func secret(_ secret: FileKeyringSecret, satisfies holds: (Data) -> Bool) -> Bool {
+        var copy = secret.withUnsafeBytes { Data($0) }
+        defer { copy.wipe() }
+        return holds(copy)
+    }
+
     private struct Unchanged: Error {}
 
     private func run<Value>(_ body: () async throws(FileKeyringError) -> Value) async throws -> Value {

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import FileKeyring
+import Locking
 import PingStorageCrypto
 import SecretService
 import Waiting
@@ -18,6 +19,14 @@ protocol KeyItemStore: Sendable {
     func chooseKey(by deadline: Deadline) async throws -> KeyVault.KeyChoice
     /// The key item with `id`, loaded and checked; nil when there is none.
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws -> Result<SymmetricKey, EncryptorError>?
+    /// ``loadKey(_:by:)`` again, after a save, as cheaply as the store can: the same answer.
+    func reloadKey(_ id: KeyID, by deadline: Deadline) async throws -> Result<SymmetricKey, EncryptorError>?
+}
+
+extension KeyItemStore {
+    func reloadKey(_ id: KeyID, by deadline: Deadline) async throws -> Result<SymmetricKey, EncryptorError>? {
+        try await loadKey(id, by: deadline)
+    }
 }
 
 /// Key items in the Secret Service. A process that finds no key creates one under a fresh random
@@ -26,6 +35,13 @@ protocol KeyItemStore: Sendable {
 struct SecretServiceKeyItems: KeyItemStore {
     let backend: any KeychainBackend
     let collection: CollectionReference
+    /// Each key item loaded: where, its `key-check`, and the change token when it was found.
+    private let known = Locked<[KeyID: (path: ItemPath, checkValue: String?, token: ChangeToken)]>([:])
+
+    init(backend: any KeychainBackend, collection: CollectionReference) {
+        self.backend = backend
+        self.collection = collection
+    }
 
     var currentChangeToken: ChangeToken? { backend.currentChangeToken }
 
@@ -56,8 +72,27 @@ struct SecretServiceKeyItems: KeyItemStore {
         return try await mapped { () async throws(SecretServiceError) in
             let found = try await backend.findItems(matching: ["xdg:schema": KeyVault.schema, "key-id": id.hexString], in: collection)
             guard let path = found.all.first else { return nil }
-            return try await load(try await backend.itemInfo(path), backend)
+            return try await load(try await backend.itemInfo(path), backend, foundAt: found.changeToken)
         }
+    }
+
+    /// While nothing was created or deleted since the key item was found, it is still the one with
+    /// `id` (a rewrite in place does not move the token): its secret is read at once, one round trip
+    /// where a search, its properties and its secret take three. Otherwise, ``loadKey(_:by:)``.
+    func reloadKey(_ id: KeyID, by deadline: Deadline) async throws -> Result<SymmetricKey, EncryptorError>? {
+        if let item = known.withLock({ $0[id] }), let now = backend.currentChangeToken, now.isUnchanged(since: item.token) {
+            let backend = self.backend.ending(by: deadline)
+            do {
+                var bytes = try await backend.secret(of: item.path).value.bytes
+                defer { bytes.wipe() }
+                return KeyVault.checkedKey(bytes, checkValue: item.checkValue, id: id.hexString)
+            } catch where error.code == .itemNotFound {
+                // Deleted since: the search below says so.
+            } catch {
+                throw KeychainError.thrown(error)
+            }
+        }
+        return try await loadKey(id, by: deadline)
     }
 
     private func oldestKey(_ backend: any KeychainBackend) async throws(SecretServiceError) -> KeyVault.KeyChoice? {
@@ -69,12 +104,17 @@ struct SecretServiceKeyItems: KeyItemStore {
             candidates.append((info.created, id, info))
         }
         guard let oldest = candidates.min(by: { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) }) else { return nil }
-        return KeyVault.KeyChoice(id: oldest.id, key: try await load(oldest.info, backend), token: found.changeToken)
+        return KeyVault.KeyChoice(id: oldest.id, key: try await load(oldest.info, backend, foundAt: found.changeToken),
+                                  token: found.changeToken)
     }
 
-    private func load(_ item: SecretItemInfo, _ backend: any KeychainBackend) async throws(SecretServiceError) -> Result<SymmetricKey, EncryptorError> {
+    private func load(_ item: SecretItemInfo, _ backend: any KeychainBackend,
+                      foundAt token: ChangeToken) async throws(SecretServiceError) -> Result<SymmetricKey, EncryptorError> {
         var bytes = try await backend.secret(of: item.path).value.bytes
         defer { bytes.wipe() }
+        if let hex = item.attributes["key-id"], let id = KeyID(hexString: hex) {
+            known.withLock { $0[id] = (item.path, item.attributes["key-check"], token) }
+        }
         return KeyVault.checkedKey(bytes, checkValue: item.attributes["key-check"], id: item.attributes["key-id"] ?? "?")
     }
 

@@ -121,13 +121,14 @@ actor KeyVault {
         return key
     }
 
-    /// Whether the key item of `id` still holds the key this vault sealed with (one read). When it
+    /// Whether the key item of `id` still holds the key this vault sealed with (one read of the
+    /// known item while nothing was created or deleted, ``KeyItemStore/reloadKey(_:by:)``). When it
     /// holds other bytes, they are checked and used from now on, and false is returned: what was
     /// sealed with the old bytes must be sealed again.
     func confirm(_ id: KeyID) async throws -> Bool {
         guard let sealedWith = keys[id] else { return false }
         let deadline = Deadline(timeout: timeout)
-        guard let loaded = try await store(by: deadline).loadKey(id, by: deadline) else {
+        guard let loaded = try await store(by: deadline).reloadKey(id, by: deadline) else {
             // Deleted meanwhile: choose (or make) another key and seal again.
             Log.warning("The encryption key \(id.hexString) was deleted while an item was saved; sealing it again with another")
             keys[id] = nil

@@ -70,21 +70,28 @@ struct KeychainItems: Sendable {
 
     /// Stores `value` so that exactly one item holds it afterwards, with one write at most: the
     /// existing item's secret is replaced in place, and not written at all when it already holds
-    /// `value` (gnome-keyring rewrites its whole file on every write).
-    func write(_ value: SecretValue) async throws {
+    /// `value`, or what `sameValue` recognises as the same (an encryptor's envelope of the same
+    /// plaintext: gnome-keyring rewrites its whole file on every write).
+    /// - Returns: whether the secret was written (false: the item already held the value).
+    @discardableResult
+    func write(_ value: SecretValue, sameValue: (@Sendable (Data) -> Bool)? = nil) async throws -> Bool {
         try validate()
-        try await operation("save", file: { try await $0.write(value) }) { items in
-            if let known = items.rememberedItem(), known.isComplete, try await items.writeRemembered(known, value) { return }
-            try await items.retryingVanishedItem { () async throws(SecretServiceError) in
+        let holds = { @Sendable (current: Data) in current == value.bytes || sameValue?(current) == true }
+        return try await operation("save", file: { try await $0.write(value, sameValue: holds) }) { items in
+            if let known = items.rememberedItem(), known.isComplete, let wrote = try await items.writeRemembered(known, value, holds) {
+                return wrote
+            }
+            return try await items.retryingVanishedItem { () async throws(SecretServiceError) -> Bool in
                 let found = try await items.accountItems()
                 guard !found.paths.isEmpty else {
                     try await items.create(value, searchedAt: found.token)
-                    return
+                    return true
                 }
                 var (target, current) = try await items.chosenWithSecret(found, for: .toKeep)
                 defer { current.value.bytes.wipe() }
                 current.value = try await items.settled(current.value, at: target.path)
-                if current.value.bytes != value.bytes {
+                let wrote = !holds(current.value.bytes)
+                if wrote {
                     _ = try await items.backend.setSecret(value, of: target.path)
                 }
                 if !items.isComplete(target) {
@@ -100,6 +107,7 @@ struct KeychainItems: Sendable {
                 completed.label = items.label
                 completed.attributes = target.attributes.merging(items.itemAttributes) { $1 }
                 items.remember(completed, found: found, answeredAt: current.changeToken)
+                return wrote
             }
         }
     }
@@ -192,21 +200,23 @@ struct KeychainItems: Sendable {
         }
     }
 
-    /// Writes through the remembered item; false when it turned out stale.
-    private func writeRemembered(_ known: RememberedItems.Entry, _ value: SecretValue) async throws(SecretServiceError) -> Bool {
+    /// Writes through the remembered item: whether it wrote (false: the item held the value
+    /// already, by `holds`), or nil when the remembered item turned out stale.
+    private func writeRemembered(_ known: RememberedItems.Entry, _ value: SecretValue,
+                                 _ holds: (Data) -> Bool) async throws(SecretServiceError) -> Bool? {
         do {
             var current = try await backend.secret(of: known.path)
             defer { current.value.bytes.wipe() }
-            guard current.changeToken.isUnchanged(since: known.token) else { return false }
+            guard current.changeToken.isUnchanged(since: known.token) else { return nil }
             current.value = try await settled(current.value, at: known.path)
             // Bytes only: gnome-keyring reports every secret as text/plain, so comparing content
             // types would rewrite unchanged binary values every time.
-            if current.value.bytes == value.bytes { return true }
+            if holds(current.value.bytes) { return false }
             _ = try await backend.setSecret(value, of: known.path)
             return true
         } catch where error.code == .itemNotFound {
             forget()
-            return false
+            return nil
         }
     }
 

@@ -158,8 +158,10 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
         encoder.outputFormatting = .sortedKeys
         var json = try encoder.encode(item)
         defer { json.wipe() }
-        // With SecuredKeyEncryptor, the key item is checked after the write: if another program
-        // rewrote it meanwhile, what was written is sealed again with the key it now holds.
+        // With SecuredKeyEncryptor, an unchanged save is recognised by its plaintext (every envelope
+        // differs), and after a write the key item is checked: if another program rewrote it
+        // meanwhile, what was written is sealed again with the key it now holds.
+        let secured = encryptor as? SecuredKeyEncryptor
         for _ in 0..<3 {
             var stored: Data
             if let contextual = encryptor as? any ContextualEncryptor {
@@ -168,8 +170,11 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
                 stored = try await encryptor.encrypt(data: json)
             }
             defer { stored.wipe() }
-            try await items.write(SecretValue(bytes: stored))
-            guard let secured = encryptor as? SecuredKeyEncryptor else { return }
+            // Built after sealing, with the key just used (after a rewritten key, the new bytes).
+            let matcher = try await secured?.plaintextMatcher(for: json, context: context)
+            let sameValue: (@Sendable (Data) -> Bool)? = matcher.map { matcher in { @Sendable stored in matcher.matches(stored) } }
+            let wrote = try await items.write(SecretValue(bytes: stored), sameValue: sameValue)
+            guard wrote, let secured else { return }
             if try await secured.keyStillCurrent(for: stored) { return }
         }
         throw KeychainError.unableToSave(.providerError(.init(

@@ -103,6 +103,22 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     /// the key outside its locked memory.
     package func currentKey() async throws -> SymmetricKey { try await vault.currentKey().1 }
 
+    /// Tells whether stored bytes hold `plaintext` for the item `context` describes, opened with the
+    /// key this process seals with now: how ``KeychainStorage`` recognises an unchanged save although
+    /// GCM's random nonce makes every envelope differ. The current key is loaded here (it is what
+    /// the save seals with anyway); the comparison itself is synchronous, so either floor can make
+    /// it inside its own read. Bytes sealed with another key never match (the save then moves the
+    /// item to the current key).
+    func plaintextMatcher(for plaintext: Data, context: EncryptionContext) async throws -> PlaintextMatcher {
+        let (id, key): (KeyID, SymmetricKey)
+        do {
+            (id, key) = try await vault.currentKey()
+        } catch let error as EncryptorError {
+            throw EncryptorError.failedToEncrypt(error.reason)
+        }
+        return PlaintextMatcher(plaintext: plaintext, keyID: id, key: key, associatedData: context.associatedData)
+    }
+
     /// Whether the key item `envelope` names still holds the bytes it was sealed with (one read).
     /// ``KeychainStorage`` asks after it wrote an envelope; on false it seals and writes again, so
     /// a save is never reported done when the key item was rewritten meanwhile (a restore, another
@@ -129,5 +145,32 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
         } catch let error as EnvelopeError {
             throw EncryptorError.failedToDecrypt(.unsupportedFormat("the stored item cannot be decrypted: \(error)"))
         }
+    }
+}
+
+/// Whether stored bytes are an envelope of one plaintext, sealed with one key for one item (see
+/// ``SecuredKeyEncryptor/plaintextMatcher(for:context:)``). The plaintext is kept in locked memory
+/// excluded from core dumps (`SecureBytes`) and wiped when the matcher is released; what an envelope
+/// opens to is wiped once compared. Thread-safety: immutable; `Sendable`.
+final class PlaintextMatcher: Sendable {
+    private let expected: SecureBytes
+    private let keyID: KeyID
+    private let key: SymmetricKey
+    private let associatedData: Data
+
+    init(plaintext: Data, keyID: KeyID, key: SymmetricKey, associatedData: Data) {
+        expected = SecureBytes(count: plaintext.count) { buffer in plaintext.copyBytes(to: buffer) }
+        self.keyID = keyID
+        self.key = key
+        self.associatedData = associatedData
+    }
+
+    /// Whether `stored` opens, with the key, to the plaintext. Anything else (another key, another
+    /// item, not an envelope, changed bytes) is false.
+    func matches(_ stored: Data) -> Bool {
+        guard let header = try? Envelope.header(of: stored), header.keyID == keyID,
+              var opened = try? Envelope.open(stored, key: key, associatedData: associatedData) else { return false }
+        defer { opened.wipe() }
+        return expected.withUnsafeBytes { expected in opened.withUnsafeBytes { expected.elementsEqual($0) } }
     }
 }

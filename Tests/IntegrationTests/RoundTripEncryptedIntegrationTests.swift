@@ -1,0 +1,38 @@
+import Foundation
+@testable import PingStorage
+import SecretService
+import Testing
+
+extension Integration.RoundTrips {
+    /// SecuredKeyEncryptor's saves cost what plain ones do: an unchanged value is recognised by its
+    /// plaintext (every envelope differs, GCM's nonce being random) and written not at all, and the
+    /// key check after a write reads the known key item once instead of searching for it.
+    @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
+    func encryptedOperationsCostWhatPlainOnesDo(on provider: String) async throws {
+        try Harness.requireHarness()
+        let fake = try await PrivateProvider()
+        let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
+        let lockCheck = provider == "fake" ? ["GetAll"] : []
+        let calls = { SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
+        let encryptor = try #require(SecuredKeyEncryptor(configuration: configuration))
+        let storage = KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration)
+        // Connected, the session negotiated, a key in the collection and chosen.
+        try await KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration).save(item: "key")
+        _ = try await SecretServiceKeychainBackend.shared(for: configuration).client.provider()
+        try await storage.save(item: "one")
+        try await storage.save(item: "two")   // the first save after a creation chooses the key again
+        _ = calls()
+
+        #expect(try await storage.get() == "two")
+        #expect(calls() == ["GetSecret"], "get of the remembered item: 1 round trip")
+        try await storage.save(item: "three")
+        #expect(calls() == ["GetSecret"] + lockCheck + ["SetSecret", "GetSecret"],
+                "save of the remembered item: its secret, the write, the key item's secret: 3 round trips")
+        try await storage.save(item: "three")
+        #expect(calls() == ["GetSecret"], "an unchanged value is not written, nor the key checked: 1 round trip")
+        #expect(try await storage.get() == "three")
+        _ = calls()
+        try await storage.delete()
+        #expect(calls() == lockCheck + ["Delete"], "delete of the remembered item: 1 round trip")
+    }
+}
