@@ -94,10 +94,18 @@ final class FileKeychain: Sendable {
         }
     }
 
+    /// How many bytes of the portal's secret libsecret's file backend uses (its `PASSWORD_SIZE`).
+    static let libsecretSecretLength = 64
+
     private static func open(_ path: String, wiping secret: inout [UInt8]) throws(SecretServiceError) -> FileKeyring {
         defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        // libsecret requires exactly 64 bytes and oo7 refuses keys from fewer than 4: a portal
-        // answering otherwise would make a file the app's other libraries cannot open.
+        // libsecret reads the portal's first 64 bytes (fewer fail it) and derives the file's key from
+        // them; oo7 refuses keys from fewer than 4. A longer answer is cut to the same 64 bytes, or
+        // libsecret in the same app would derive another key and fail every item's MAC.
+        if secret.count > libsecretSecretLength {
+            secret.withUnsafeMutableBytes { explicit_bzero($0.baseAddress! + libsecretSecretLength, $0.count - libsecretSecretLength) }
+            secret.removeLast(secret.count - libsecretSecretLength)
+        }
         guard secret.count >= 4 else {
             throw SecretServiceError(.protocolError, operation: "get the app's secret from the Secret portal",
                                      message: "The Secret portal gave the app a secret of \(secret.count) bytes, too short to protect its keyring.",

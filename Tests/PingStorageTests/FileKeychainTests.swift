@@ -106,6 +106,21 @@ struct FileKeychainTests {
         #expect(before == after, "the file was not replaced")
     }
 
+    /// libsecret's file backend reads the portal's first 64 bytes: a longer secret used whole would
+    /// give another key, and libsecret in the same app would fail every item's MAC.
+    @Test func aPortalSecretLongerThan64BytesIsUsedAsLibsecretUsesIt() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("filekeychain-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/keyrings/default.keyring"
+        let configuration = KeychainConfiguration(timeout: .seconds(120), backend: .fileKeyring(path: path))
+        var long = TestFileKeyring.masterSecret + Array(repeating: 0xAB, count: 36)
+        try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &long)
+        #expect(long.allSatisfy { $0 == 0 }, "the portal's bytes are wiped")
+        try await KeychainStorage<String>(account: "acct", configuration: configuration).save(item: "token")
+        let libsecretView = try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: TestFileKeyring.masterSecret))
+        #expect(try libsecretView.lookup(["account": "acct"])?.secret == FileKeyringSecret(utf8: "\"token\""))
+    }
+
     @Test func aFileTheSecretDoesNotOpenIsAnErrorAndIsNeverOverwritten() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
