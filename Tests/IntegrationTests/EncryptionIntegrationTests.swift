@@ -15,7 +15,6 @@ extension Integration {
         }
 
         @Test func noPlaintextOfTheTokenIsInAnyItem() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let tokens = TokenSet(accessToken: "ACCESS-\(UUID().uuidString)", refreshToken: "REFRESH-\(UUID().uuidString)",
                                   idToken: "ID-\(UUID().uuidString)")
@@ -39,7 +38,6 @@ extension Integration {
         }
 
         @Test func aFreshProcessDecryptsWhatAnotherWrote() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let write = try await run(Harness.probePath, ["--encrypt", "save", account, "written by the probe"])
             #expect(write.status == 0, "\(write.stderr)")
@@ -52,7 +50,6 @@ extension Integration {
         }
 
         @Test func processesRacingToCreateTheKeyCanAllDecryptEverything() async throws {
-            try Harness.requireHarness()
             // A collection without any key: a private alias path is not available, so clear keys
             // first (no encrypted data of other tests survives them: each test deletes its items).
             try SecretTool.clear(Self.keySchema)
@@ -82,7 +79,6 @@ extension Integration {
         }
 
         @Test func aDeletedKeyGivesTheDistinctErrorAndKeepsTheItem() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             #expect(try await run(Harness.probePath, ["--encrypt", "save", account, "orphan"]).status == 0)
             let stored = try #require(try SecretTool.lookup(lookup(account)))
@@ -99,7 +95,6 @@ extension Integration {
         }
 
         @Test func anItemCopiedByteForByteToAnotherAccountIsRejected() async throws {
-            try Harness.requireHarness()
             let victim = uniqueAccount("victim"), thief = uniqueAccount("thief")
             let storage = KeychainStorage<String>(account: victim, encryptor: SecuredKeyEncryptor()!)
             try await storage.save(item: "victim's token")

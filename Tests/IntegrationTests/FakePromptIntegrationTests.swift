@@ -12,7 +12,6 @@ extension Integration {
         let login = ObjectPath.fakeLogin
 
         @Test func unlockThroughAPromptThatCompletes() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-completes")
             let client = fake.client()
@@ -24,7 +23,6 @@ extension Integration {
         }
 
         @Test func unlockThroughADismissedPromptIsPromptDismissed() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-dismissed")
             let client = fake.client()
@@ -38,7 +36,6 @@ extension Integration {
         }
 
         @Test func unlockThroughAPromptThatNeverCompletesTimesOutAndDismissesIt() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("prompt-never-completes")
             let client = fake.client(timeout: .seconds(3))
@@ -53,7 +50,6 @@ extension Integration {
         }
 
         @Test func promptResultOfTheWrongTypeIsAProtocolErrorAtOnce() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("prompt-wrong-type")
             let client = fake.client()
@@ -66,7 +62,6 @@ extension Integration {
         }
 
         @Test func unlockWithPromptsOffIsLockedAtOnceAndShowsNoPrompt() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("locked-prompt-completes")
             let client = fake.client(allowsPrompts: false)
@@ -85,7 +80,6 @@ extension Integration {
         /// The provider dies on receiving GetSecret: the call ends with a typed error as soon as
         /// the bus says so, and the same client reads the item once the provider is back.
         @Test func serviceExitingMidCallEndsTheCallAtOnceAndTheNextCallWorks() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client(timeout: .seconds(20))
             let item = try await client.createItem(in: .default, label: "kept", attributes: ["account": "A"],
@@ -103,7 +97,6 @@ extension Integration {
         /// The provider exits while its prompt is open (libsecret waits forever): the call ends at
         /// once, and after the restart the same client unlocks through a new prompt.
         @Test func serviceExitingDuringAPromptEndsTheCallAtOnceAndTheNextCallWorks() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client(timeout: .seconds(20))
             try fake.scenario("prompt-then-exit")

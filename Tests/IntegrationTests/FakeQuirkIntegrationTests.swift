@@ -21,7 +21,6 @@ extension Integration {
         // MARK: kwallet-locked: an empty secret instead of IsLocked; writes and deletes accepted
 
         @Test func kwalletLockedSecretIsLockedNeverEmpty() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
@@ -45,7 +44,6 @@ extension Integration {
         /// A provider that accepts writes and deletes on a locked item (KWallet): the client reads
         /// the lock state first, so with prompts off the keyring the user locked stays as it is.
         @Test func kwalletLockedItemIsNeitherWrittenNorDeletedByTheClient() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
@@ -72,7 +70,6 @@ extension Integration {
         /// prompt) and a second GetSecret that reads the value.
         @Test(arguments: ["none", "complete"])
         func kwalletLockedSecretIsReadAfterAnUnlock(prompt: String) async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
@@ -86,7 +83,6 @@ extension Integration {
         /// Nothing remembered: every operation searches, finds the item locked, and needs the
         /// prompt it may not show.
         @Test func kwalletLockedKeychainStorageIsLockedAndTouchesNothing() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: account, value: "kept", modified: 1_700_000_000)
             let before = try fake.items()
@@ -109,7 +105,6 @@ extension Integration {
         /// CollectionChanged, as KWallet does). KWallet would accept the Delete and SetSecret of a
         /// remembered path: the client must notice the lock first.
         @Test func kwalletLockAfterARememberedReadIsLockedAndTouchesNothing() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try await fake.storage(account).save(item: "kept")
             let before = try fake.items()
@@ -133,7 +128,6 @@ extension Integration {
         /// With prompts allowed the client unlocks: at once (`prompt=none`) or through a prompt.
         @Test(arguments: ["none", "complete"])
         func kwalletLockedWithPromptsAllowedUnlocksAndReads(prompt: String) async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: account, value: "kept", modified: 1_700_000_000)
             try fake.scenario("kwallet-locked", "prompt=\(prompt)")
@@ -147,7 +141,6 @@ extension Integration {
         // MARK: refuses-provider-attributes: KeePassXC's computed attributes cannot be written
 
         @Test func updateItemLeavesOutTheProviderOwnAttributesAndRetries() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
@@ -177,7 +170,6 @@ extension Integration {
         /// adopted by a save: still one item, our attributes and label added, the provider's and
         /// the tool's kept.
         @Test func saveAdoptsAnItemAnotherToolWroteDespiteTheRefusal() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let seeded = try fake.control([
                 "add-item", "--collection", "login", "--label", "written elsewhere",
@@ -213,7 +205,6 @@ extension Integration {
         /// neither side notices. The client refuses such a session and opens another, so what it
         /// saves is what the provider stores, and it reads it back.
         @Test func aSessionWhoseKeyProvidersDisagreeOnIsNeverUsed() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.scenario("stripped-shared-secret", "times=1")
             let client = fake.client()
@@ -230,7 +221,6 @@ extension Integration {
         // MARK: garbled-secret: an unlocked item's secret the session key cannot decrypt
 
         @Test func garbledSecretOpensANewSessionAndReadsTheValue() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
@@ -249,7 +239,6 @@ extension Integration {
         /// A secret that stays undecodable (three answers in a row) is a typed error after the two
         /// retries on new sessions, never an empty or corrupt value.
         @Test func secretThatStaysUndecodableIsATypedError() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let client = fake.client()
             let item = try await createItem(client, "kept")
@@ -264,7 +253,6 @@ extension Integration {
         }
 
         @Test func keychainStorageReadsThroughAGarbledAnswer() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             let storage = fake.storage(account)
             try await storage.save(item: "kept")

@@ -10,7 +10,6 @@ extension Integration {
     @Suite("Waiting for the transport session")
     struct FakeWaiting {
         @Test func aCancelledCallerLeavesWhileTheSessionOpensAndTheOtherGetsIt() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             // Every Secret Service call, OpenSession included, answers after 6 s.
             try fake.scenario("slow", "delay=6")
@@ -44,7 +43,6 @@ extension Integration {
         /// Issue 15: a first call's searches go out while the session's Diffie-Hellman exchange
         /// is still under way; only the secret waits for it.
         @Test func searchesDoNotWaitForTheSessionOnlySecretsDo() async throws {
-            try Harness.requireHarness()
             let fake = try await FakeSecretServiceInstance()
             try fake.control(["add-item", "--collection", "login", "--label", "x", "--attr", "service=overlap",
                               "--secret-base64", Data("value".utf8).base64EncodedString(), "--modified", "1700000000"])

@@ -7,7 +7,6 @@ extension Integration {
     @Suite("Fast paths against other clients")
     struct FastPaths {
         @Test func anotherProcessReplacingTheItemIsSeen() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "ours")
@@ -29,7 +28,6 @@ extension Integration {
         }
 
         @Test func aNewerDuplicateWrittenByAnotherToolIsSeen() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "older")
@@ -43,7 +41,6 @@ extension Integration {
         }
 
         @Test func savingTheStoredValueDoesNotRewriteTheKeyring() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "unchanged")

@@ -20,7 +20,6 @@ extension Integration {
     @Suite("Faults: no bus, no provider, restarts, hangs, locks")
     struct Faults {
         @Test func noSessionBusIsATypedErrorNotAHang() async throws {
-            try Harness.requireHarness()
             var environment = ProcessInfo.processInfo.environment
             environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(environment["DBUS_TEST_DIR"]!)/no-such-bus"
             environment["DISPLAY"] = nil
@@ -38,7 +37,6 @@ extension Integration {
         }
 
         @Test func busWithoutASecretServiceIsATypedError() async throws {
-            try Harness.requireHarness()
             // A second private bus with the same configuration: nothing owns org.freedesktop.secrets
             // there and nothing can be activated.
             let config = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/session.conf"
@@ -50,7 +48,6 @@ extension Integration {
         }
 
         @Test func daemonKilledAndRestartedCostsNoFailedCall() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "before the restart")
@@ -65,7 +62,6 @@ extension Integration {
         }
 
         @Test func daemonGoneFailsFastThenRecoversWhenItIsBack() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "kept")
@@ -81,7 +77,6 @@ extension Integration {
         }
 
         @Test func stoppedDaemonTimesOutAtTheDeadlineWithoutBlockingOtherTasks() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             try await KeychainStorage<String>(account: account).save(item: "survives SIGSTOP")
             let executor = SingleThreadExecutor()
@@ -121,7 +116,6 @@ extension Integration {
         /// Reads of a known item share one deadline timer: a call with a shorter deadline started
         /// after longer ones must still end at its own deadline, and each of the others at theirs.
         @Test func concurrentReadsWithDifferentDeadlinesEachEndAtTheirOwn() async throws {
-            try Harness.requireHarness()
             // One account each: calls on the same account wait for each other.
             let deadlines: [Double] = [8, 8, 2, 5]
             let accounts = deadlines.map { _ in uniqueAccount() }
@@ -157,7 +151,6 @@ extension Integration {
         }
 
         @Test func cancellingATaskEndsAStuckCall() async throws {
-            try Harness.requireHarness()
             let storage = KeychainStorage<String>(account: uniqueAccount())
             _ = try await storage.get()
             try Harness.ctl("suspend")
@@ -176,7 +169,6 @@ extension Integration {
         }
 
         @Test func lockedKeyringWithPromptsDisabledFailsAtOnceAndTouchesNothing() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             try await KeychainStorage<String>(account: account).save(item: "locked away")
             // Read once: the item is remembered, so the calls below take the known-item paths.
@@ -220,7 +212,6 @@ extension Integration {
         /// with this library, 6 in 10 with the library before its redesign (measured here).
         @Test(.enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes under concurrent clients"))
         func thousandConcurrentOperationsOnSharedAndSeparateAccounts() async throws {
-            try Harness.requireHarness()
             let accounts = (0..<10).map { uniqueAccount("concurrent\($0)") }
             // A call's deadline includes its wait for the account (about 100 calls queue on each)
             // and gnome-keyring writes one item at a time: under ThreadSanitizer on 2 busy cores the
@@ -264,7 +255,6 @@ extension Integration.Faults {
     /// KWallet as the provider, the bus would not start gnome-keyring in their place.
     @Test(.enabled(if: Harness.provider == "gnome-keyring", "gnome-keyring's auto-activation trap"))
     func busAutoActivatingALockedDaemonIsLockedNotMissing() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         try await KeychainStorage<String>(account: account).save(item: "survives activation")
         let directory = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]!

@@ -10,7 +10,6 @@ struct GcryptInitialization {
     static var probe: String { Harness.binaryDirectory.appendingPathComponent("gcrypt-race-probe").path }
 
     func probe(_ arguments: [String]) async throws -> ProcessResult {
-        try Harness.requireHarness()
         return try await run(Self.probe, arguments, timeout: 60)
     }
 
@@ -40,7 +39,6 @@ struct GcryptInitialization {
     @Test("200 fresh processes whose first get races their first SecuredKeyEncryptor(): no crash, never unavailable",
           .enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes when clients come and go this fast"))
     func firstGetRacingFirstEncryptor() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         var crashes = 0, unavailable = 0, failures: [String] = []
         // Four at a time, like an app started several times at once.

@@ -29,7 +29,6 @@ struct Integration {
     @Suite("KeychainStorage basics (the iOS test cases)")
     struct Basics {
         @Test func saveGetDelete() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<TestItem>(account: account)
             let item = TestItem(id: 1, name: "Test")
@@ -44,14 +43,12 @@ struct Integration {
         }
 
         @Test func getOfMissingAccountIsNilAndDeleteOfMissingSucceeds() async throws {
-            try Harness.requireHarness()
             let storage = KeychainStorage<TestItem>(account: uniqueAccount())
             #expect(try await storage.get() == nil)
             try await storage.delete()
         }
 
         @Test func itemHasTheDocumentedAttributesAndLabel() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             try await KeychainStorage<TestItem>(account: account).save(item: TestItem(id: 2, name: "attrs"))
             let items = try SecretTool.search(lookup(account))
@@ -67,7 +64,6 @@ struct Integration {
         }
 
         @Test func saveReplacesTheValueInPlace() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<TestItem>(account: account)
             try await storage.save(item: TestItem(id: 1, name: "first"))
@@ -81,7 +77,6 @@ struct Integration {
         }
 
         @Test func customEncryptorStoresBinaryThatRoundTrips() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<TestItem>(account: account, encryptor: XorEncryptor())
             let item = TestItem(id: 7, name: "encrypted ünïcode")
@@ -100,7 +95,6 @@ struct Integration {
         }
 
         @Test func concurrentAccessFromATaskGroup() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<TestItem>(account: account)
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -118,7 +112,6 @@ struct Integration {
         }
 
         @Test func unicodeAccountIsStoredUnderExactlyThatName() async throws {
-            try Harness.requireHarness()
             let account = "usér-名前-🔑-\(UUID().uuidString.prefix(6))"
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "unicode")
@@ -130,7 +123,6 @@ struct Integration {
         }
 
         @Test func oneMebibyteItemRoundTrips() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let big = String((0..<(1 << 20)).map { _ in "abcdefghijklmnopqrstuvwxyz0123456789".randomElement()! })
             let storage = KeychainStorage<String>(account: account)
@@ -141,14 +133,12 @@ struct Integration {
         }
 
         @Test func emptyAccountIsAnInvalidArgument() async throws {
-            try Harness.requireHarness()
             let storage = KeychainStorage<String>(account: "")
             #expect(await keychainError { try await storage.save(item: "x") }?.kind == "invalidArgument")
             #expect(await keychainError { _ = try await storage.get() }?.kind == "invalidArgument")
         }
 
         @Test func configuredServiceAndSessionCollection() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             guard Harness.hasSessionCollection else {
                 // KeePassXC and KWallet have no `session` alias: a clear error, nothing created.
@@ -173,7 +163,6 @@ struct Integration {
     @Suite("Interoperability with other clients")
     struct Interop {
         @Test func readsWhatSecretToolWroteWithOnlyServiceAndAccount() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             try SecretTool.store(label: "written by secret-tool", attributes: lookup(account),
                                  secret: Data(#"{"id":5,"name":"from secret-tool"}"#.utf8))
@@ -191,7 +180,6 @@ struct Integration {
         }
 
         @Test func secretToolReadsWhatWeWrote() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             try await KeychainStorage<TestItem>(account: account).save(item: TestItem(id: 9, name: "for secret-tool"))
             // What Python keyring and go-keyring look up: service + username.
@@ -201,7 +189,6 @@ struct Integration {
         }
 
         @Test func anotherProcessReadsAndWritesTheSameItem() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "from the test process")
@@ -216,7 +203,6 @@ struct Integration {
         }
 
         @Test func twoProcessesWritingTheSameAccountLeaveOneItemFromTheLastWriter() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             async let first = Task.detached { try run(Harness.probePath, ["hammer", account, "A", "15"]) }.value
             async let second = Task.detached { try run(Harness.probePath, ["hammer", account, "B", "15"]) }.value
@@ -233,7 +219,6 @@ struct Integration {
     @Suite("Duplicates and damaged items")
     struct Duplicates {
         @Test func getPicksTheNewestAndSaveCollapsesDuplicates() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             // Items another tool or a crashed process left: same service and account, told apart
             // by an extra attribute. The keyring keeps whole seconds, so they are written 1.1 s apart.
@@ -256,7 +241,6 @@ struct Integration {
         /// Two items of one account with the same label, as two processes creating it at once leave
         /// them (KWallet files items by label): collapsing them keeps one item with all its attributes.
         @Test func duplicatesWithTheSameLabelCollapseToOneCompleteItem() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let label = "\(account) (com.pingidentity.keychainService)"
             let attributes = lookup(account).merging(["username": account, "xdg:schema": "com.pingidentity.PingStorage"]) { $1 }
@@ -280,7 +264,6 @@ struct Integration {
         }
 
         @Test func corruptItemIsReportedAndLeftUntouched() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             let garbage = Data("not json at all: {secret-token-123".utf8)
             try SecretTool.store(label: "corrupt", attributes: lookup(account), secret: garbage)

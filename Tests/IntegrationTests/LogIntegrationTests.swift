@@ -8,7 +8,6 @@ extension Integration {
     @Suite("The log against the provider")
     struct Logging {
         @Test func providerEventsReachTheLogAndSecretsNever() async throws {
-            try Harness.requireHarness()
             let lines = Locked<[String]>([])
             let observer = Log.addObserver { line in lines.withLock { $0.append(line) } }
             defer { Log.removeObserver(observer) }

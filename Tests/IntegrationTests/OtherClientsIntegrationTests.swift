@@ -24,7 +24,6 @@ extension Integration {
     @Suite("Items of Python keyring and go-keyring")
     struct OtherClients {
         @Test func anItemPythonKeyringWroteIsTheSameAccount() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount(), service = "org.example.python-\(UUID().uuidString.prefix(8))"
             _ = try python("keyring.set_password(\(pythonLiteral(service)), \(pythonLiteral(account)), '\"from python\"')")
             let written = try SecretTool.search(["service": service])
@@ -52,7 +51,6 @@ extension Integration {
         }
 
         @Test func anItemWhoseAccountSaysOtherwiseIsNeverAdopted() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount(), service = "org.example.other-\(UUID().uuidString.prefix(8))"
             try SecretTool.store(label: "someone else's",
                                  attributes: ["service": service, "username": account, "account": "someone-else"],

@@ -13,7 +13,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func theFileKeyringOutsideASandboxNeedsTheSecretPortal() async throws {
-        try Harness.requireHarness()
         // dbus-test/run --isolated starts no portal, and its bus activates nothing.
         let started = ContinuousClock.now
         let listed = try await runPingKeyring(["list", "--backend", "file-keyring"], timeout: 30)
@@ -35,7 +34,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func theOptionWinsOverTheVariableAndABadVariableIsAUsageError() async throws {
-        try Harness.requireHarness()
         var environment = ProcessInfo.processInfo.environment
         environment["PINGSTORAGE_BACKEND"] = "kwallet"
         let listed = try await runPingKeyring(["list"], environment: environment)

@@ -7,7 +7,6 @@ extension Integration.PingKeyring {
     // MARK: Command line
 
     @Test func helpForEveryCommandAndUsageErrors() async throws {
-        try Harness.requireHarness()
         let overview = try pingKeyring(["--help"])
         #expect(overview.status == 0)
         #expect(overview.output.contains("Exit status:"))
@@ -38,7 +37,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func saveRefusesBadInputWithOrWithoutEncrypt() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         for extra in [[], ["--encrypt"]] {
             let notJSON = try pingKeyring(["save", "--account", account] + extra, input: Data("plain text".utf8))
@@ -49,7 +47,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func collectionOption() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
         guard Harness.hasSessionCollection else {

@@ -7,7 +7,6 @@ extension Integration.PingKeyring {
     // MARK: doctor
 
     @Test func doctorInAHealthyEnvironment() async throws {
-        try Harness.requireHarness()
         let result = try pingKeyring(["doctor"])
         #expect(result.status == 0, "\(result.output)\(result.stderr)")
         let lines = result.output.split(separator: "\n").map(String.init)
@@ -42,7 +41,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func doctorWithoutASessionBus() async throws {
-        try Harness.requireHarness()
         var environment = ProcessInfo.processInfo.environment
         let address = "unix:path=\(environment["DBUS_TEST_DIR"]!)/no-such-bus"
         environment["DBUS_SESSION_BUS_ADDRESS"] = address
@@ -73,7 +71,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func doctorWithoutASecretServiceProvider() async throws {
-        try Harness.requireHarness()
         let config = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/session.conf"
         let binary = Harness.binaryDirectory.appendingPathComponent("ping-keyring").path
         let result = try await run("dbus-run-session", ["--config-file=\(config)", "--", binary, "doctor"], timeout: 30)
@@ -95,7 +92,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func doctorWithALockedCollection() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         try SecretTool.store(label: "locked away", attributes: lookup(account), secret: Data("\"kept\"".utf8))
         // KeePassXC and KWallet save a moment after a change; the provider is killed below.
@@ -146,7 +142,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func aStoppedDaemonTimesOutAtTheGivenDeadline() async throws {
-        try Harness.requireHarness()
         try Harness.ctl("suspend")
         defer { try? Harness.ctl("resume") }
         let started = ContinuousClock.now

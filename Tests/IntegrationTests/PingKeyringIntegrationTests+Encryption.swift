@@ -7,7 +7,6 @@ extension Integration.PingKeyring {
     // MARK: Encryption
 
     @Test func saveEncryptThenGetPrintsTheValue() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         let secret = "secret-access-\(UUID().uuidString)"
         let json = #"{"accessToken":"\#(secret)","expiresIn":3600}"#
@@ -58,7 +57,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func listShowsAnEncryptedItemAsEncryptedWithItsKey() async throws {
-        try Harness.requireHarness()
         let encrypted = uniqueAccount("encrypted"), plain = uniqueAccount("plain")
         defer { for account in [encrypted, plain] { try? SecretTool.clear(lookup(account)) } }
         #expect(try pingKeyring(["save", "--account", encrypted, "--encrypt"], input: Data(#""hidden""#.utf8)).status == 0)
@@ -86,7 +84,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func appsWithSecuredKeyEncryptorAndTheToolReadEachOthersEncryptedItems() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
 
@@ -120,7 +117,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func getRefusesACopiedOrTamperedEnvelopeAndLeavesIt() async throws {
-        try Harness.requireHarness()
         let victim = uniqueAccount("victim"), thief = uniqueAccount("thief"), tampered = uniqueAccount("tampered"),
             future = uniqueAccount("future")
         defer { for account in [victim, thief, tampered, future] { try? SecretTool.clear(lookup(account)) } }
@@ -152,7 +148,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func getAfterTheKeyWasDeletedSaysKeyNotFoundAndKeepsTheItem() async throws {
-        try Harness.requireHarness()
         // In the session collection, so that deleting its key cannot affect the login
         // collection's key, which this process and other tests use.
         let account = uniqueAccount()
@@ -198,7 +193,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func doctorReportsTheEncryptionKeys() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
 

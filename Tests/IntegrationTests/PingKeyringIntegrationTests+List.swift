@@ -7,7 +7,6 @@ extension Integration.PingKeyring {
     // MARK: save, get, list, delete
 
     @Test func saveGetListDelete() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         let json = #"{"accessToken":"secret-access-\#(UUID().uuidString)","expiresIn":3600}"#
         defer { try? SecretTool.clear(lookup(account)) }
@@ -52,7 +51,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func appsAndTheToolReadEachOthersItems() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         let storage = KeychainStorage<TestItem>(account: account)
         defer { try? SecretTool.clear(lookup(account)) }
@@ -68,7 +66,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func saveReplacesInPlaceAndCollapsesDuplicates() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
         // Left by other tools: same service and account, told apart by an extra attribute.
@@ -85,7 +82,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func listFindsItemsOtherToolsWroteAndFiltersByService() async throws {
-        try Harness.requireHarness()
         let plain = uniqueAccount("plain"), binary = uniqueAccount("binary"), ours = uniqueAccount("ours")
         let service = "com.example.ping-keyring-test.\(UUID().uuidString.prefix(8))"
         defer {
@@ -125,7 +121,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func getRefusesAValueThatIsNotJSONUnlessRaw() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
         try SecretTool.store(label: "bytes", attributes: lookup(account), secret: Data("opaque bytes".utf8))
@@ -147,7 +142,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func getPrintsOneTrailingNewlineAndEmbedsJSON() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
         // Another tool's item whose JSON text ends with a newline: printed with that one only.
@@ -163,7 +157,6 @@ extension Integration.PingKeyring {
     }
 
     @Test func jsonOutputOfEveryCommand() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
         let value = #"{"token":"t\n\"quoted\" é"}"#

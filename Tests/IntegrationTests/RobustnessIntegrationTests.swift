@@ -12,7 +12,6 @@ extension Integration {
         /// too (dbus-test/providers/PROVIDERS.md).
         @Test(.enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes under concurrent clients"))
         func fourProcessesOfMixedOperationsLeaveOneRightItemPerAccount() async throws {
-            try Harness.requireHarness()
             let prefix = uniqueAccount("scale")
             let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
                 for seed in 1...4 {
@@ -33,7 +32,6 @@ extension Integration {
         }
 
         @Test func awkwardAccountNamesAreStoredExactly() async throws {
-            try Harness.requireHarness()
             let base = UUID().uuidString.prefix(6)
             for account in ["tab\there-\(base)", "newline\nand\u{1B}escape-\(base)", String(repeating: "k", count: 10 * 1024) + base] {
                 let storage = KeychainStorage<String>(account: account)
@@ -46,7 +44,6 @@ extension Integration {
         }
 
         @Test func sixteenMebibyteItemRoundTrips() async throws {
-            try Harness.requireHarness()
             let account = uniqueAccount()
             var bytes = [UInt8](repeating: 0, count: 16 << 20)
             for index in stride(from: 0, to: bytes.count, by: 4096) { bytes[index] = UInt8(truncatingIfNeeded: index >> 12) }
@@ -58,7 +55,6 @@ extension Integration {
         }
 
         @Test func storedBytesOfTheWrongShapeAreCorruptAndUntouched() async throws {
-            try Harness.requireHarness()
             let cases: [(String, Data)] = [
                 ("invalid UTF-8", Data([0xFF, 0xFE, 0x00, 0xC3])),
                 ("not JSON", Data("plain text token".utf8)),
@@ -82,7 +78,6 @@ extension Integration {
         /// Captures the session bus while saving and reading a token: the secret's bytes never
         /// cross the bus in clear (the session is encrypted), though our method calls do.
         @Test func secretsNeverCrossTheBusInClear() async throws {
-            try Harness.requireHarness()
             let capture = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/capture-\(UUID().uuidString).pcap"
             let monitor = try BackgroundProcess(["dbus-monitor", "--session", "--pcap"], stdoutPath: capture)
             try await Task.sleep(for: .milliseconds(300))
@@ -128,7 +123,6 @@ final class BackgroundProcess: @unchecked Sendable {
 
 extension Integration.Robustness {
     @Test func uniqueItemIsAmbiguousWhenSeveralItemsMatch() async throws {
-        try Harness.requireHarness()
         let account = uniqueAccount()
         let client = SecretServiceClient()
         #expect(try await client.uniqueItem(matching: lookup(account), in: .default) == nil)

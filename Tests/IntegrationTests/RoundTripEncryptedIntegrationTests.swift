@@ -9,7 +9,6 @@ extension Integration.RoundTrips {
     /// key check after a write reads the known key item once instead of searching for it.
     @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
     func encryptedOperationsCostWhatPlainOnesDo(on provider: String) async throws {
-        try Harness.requireHarness()
         let fake = try await PrivateProvider()
         let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
         let lockCheck = provider == "fake" ? ["GetAll"] : []

@@ -12,7 +12,6 @@ extension Integration {
         /// providers announce changes their own way).
         @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
         func eachOperationCostsWhatItShould(on provider: String) async throws {
-            try Harness.requireHarness()
             let fake = try await PrivateProvider()
             let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
             // A provider not known to answer IsLocked (the fake) has an item's lock state read before

@@ -10,14 +10,12 @@ extension Integration {
         static var probe: String { Harness.binaryDirectory.appendingPathComponent("secret-memory-probe").path }
 
         @Test func aValueLeavesNoCopyWhenCreatedReplacedAndRead() throws {
-            try Harness.requireHarness()
             let result = try run(Self.probe, ["value", uniqueAccount()], timeout: 120)
             #expect(result.status == 0, "\(result.output)\(result.stderr)")
             #expect(result.output.contains("copies: 0"))
         }
 
         @Test func aNewEncryptionKeyLeavesNoCopyOutsideItsLockedMemory() throws {
-            try Harness.requireHarness()
             let result = try run(Self.probe, ["key"], timeout: 120)
             #expect(result.status == 0, "\(result.output)\(result.stderr)")
             #expect(result.output.contains("copies: 0"))

@@ -4,8 +4,9 @@ import SecretService
 import Testing
 
 /// Integration tests run only inside `dbus-test/run --isolated` (the README's test command): they
-/// need the throwaway keyring it starts. Outside it the `Integration` suite is skipped with the
-/// reason shown, and `requireHarness` guards any test run on its own.
+/// need the throwaway keyring it starts. Outside it the `Integration` suite, and with it every suite
+/// nested in it (each test file's `extension Integration`), is skipped with the reason shown: the
+/// gate is its trait, once.
 enum Harness {
     static var isInside: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_DIR"] != nil }
     /// Inside `dbus-test/run --sandbox` (a simulated Flatpak sandbox).
@@ -16,12 +17,6 @@ enum Harness {
     static var hostSecretsReachable: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_HOST_SECRETS"] == "reachable" }
     /// Where libsecret keeps the sandboxed app's file keyring.
     static var sandboxKeyring: String { ProcessInfo.processInfo.environment["DBUS_TEST_SANDBOX_KEYRING"] ?? "" }
-
-    static func requireHarness() throws {
-        guard isInside else {
-            throw HarnessError("integration tests need the private keyring: run them as `dbus-test/run --isolated swift test`")
-        }
-    }
 
     static var ctlPath: String { ProcessInfo.processInfo.environment["DBUS_TEST_CTL"] ?? "dbus-test/ctl" }
     static var dbusTestDirectory: String { URL(fileURLWithPath: ctlPath).deletingLastPathComponent().path }

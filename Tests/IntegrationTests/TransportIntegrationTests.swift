@@ -104,7 +104,6 @@ extension Integration {
         /// A client process on a bus that goes away: its next call fails with a typed error, and the
         /// process goes on (GLib's shared bus connection raised SIGTERM: exit-on-close).
         @Test func theProcessOutlivesItsBus() async throws {
-            try Harness.requireHarness()
             let provider = try await PrivateProvider()
             let ready = provider.directory + "/ready", go = provider.directory + "/go"
             async let child = Task.detached {
@@ -124,7 +123,6 @@ extension Integration {
         /// The connection the client uses is the one told not to end the process (GLib's default
         /// for a shared session-bus connection is the opposite).
         @Test func theConnectionInUseNeverEndsTheProcess() async throws {
-            try Harness.requireHarness()
             let client = SecretServiceClient()
             _ = try await client.provider()
             #expect(client.connectionExitsOnClose == false)
@@ -132,7 +130,6 @@ extension Integration {
 
         /// A call waiting on a connection whose bus closes ends at once with `.disconnected`.
         @Test func aClosedConnectionEndsItsCallsAtOnce() async throws {
-            try Harness.requireHarness()
             let provider = try await PrivateProvider()
             let client = provider.client()
             let item = try await client.createItem(in: .default, label: "l", attributes: ["k": "v"],
@@ -154,7 +151,6 @@ extension Integration {
 
         /// Two connections whose calls carry the same serials: each reply goes to its own call.
         @Test func repliesAreMatchedWithinTheirOwnConnection() async throws {
-            try Harness.requireHarness()
             let first = try await PrivateProvider(), second = try await PrivateProvider()
             let clients = [first.client(), second.client()]
             // The same calls in the same order on two fresh connections: the same serials.
@@ -176,7 +172,6 @@ extension Integration {
         /// Anyone on the bus can send a signal to our unique name: a NameOwnerChanged that does not
         /// come from the bus, or an ItemCreated that does not come from the provider, changes nothing.
         @Test func signalsFromOtherPeersAreIgnored() async throws {
-            try Harness.requireHarness()
             let provider = try await PrivateProvider()
             let client = provider.client()
             let me = try await client.provider()
@@ -203,7 +198,6 @@ extension Integration {
         /// Cancelling a call whose prompt never completes dismisses the prompt from the library's
         /// own thread: nothing lands on the application's default GLib main context.
         @Test func cancellingAPromptLeavesTheApplicationsMainContextAlone() async throws {
-            try Harness.requireHarness()
             let provider = try await PrivateProvider(scenario: "prompt-never-completes")
             let client = provider.client()
             let login = try ObjectPath("/org/freedesktop/secrets/collection/login")
@@ -223,7 +217,6 @@ extension Integration {
 
         /// The library only talks to a Secret Service that runs as the same Unix user.
         @Test func aProviderRunningAsAnotherUserIsRefused() async throws {
-            try Harness.requireHarness()
             let provider = try await PrivateProvider(otherUser: true)
             do {
                 _ = try await provider.client().provider()
