@@ -19,6 +19,7 @@ enum ProviderQuirks {
             let session = try await SessionCrypto.open(on: bus, owner: owner, deadline: deadline)
             if session.isPlain, plainSessions < 2 {
                 plainSessions += 1
+                session.close(on: bus, owner: owner)
                 SecretServiceDiagnostics.report(.warning, "The keyring service offered only a plain session (a KWallet quirk): asking again")
                 continue
             }

@@ -67,8 +67,7 @@ final class SessionCrypto: Sendable {
                 return SessionCrypto(key: key, path: path)
             case .ambiguous:
                 SecretServiceDiagnostics.report(.debug, "The session's shared secret starts with a zero byte, which providers encode differently: opening another")
-                bus.sendWithoutReply(MethodCall(destination: owner, path: path, interface: "org.freedesktop.Secret.Session",
-                                                member: "Close"))
+                close(path, on: bus, owner: owner)
             case .invalidPeerKey:
                 throw .protocolError(operation, detail: "the provider's Diffie-Hellman public key is out of range")
             case .failed:
@@ -83,6 +82,16 @@ final class SessionCrypto: Sendable {
         try await bus.call(MethodCall(destination: owner, path: .service, interface: "org.freedesktop.Secret.Service",
                                       member: "OpenSession", arguments: .tuple([.string(algorithm), input])),
                            operation: operation, phase: .openingSession, deadline: deadline)
+    }
+
+    /// Closes the session on the provider (not waiting for the answer): a session the client
+    /// will not use is never left open.
+    func close(on bus: BusConnection, owner: String) {
+        Self.close(path, on: bus, owner: owner)
+    }
+
+    private static func close(_ path: ObjectPath, on bus: BusConnection, owner: String) {
+        bus.sendWithoutReply(MethodCall(destination: owner, path: path, interface: "org.freedesktop.Secret.Session", member: "Close"))
     }
 
     /// The session path of an OpenSession answer's `(vo)` body.
