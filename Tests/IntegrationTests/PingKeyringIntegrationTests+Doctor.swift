@@ -131,14 +131,19 @@ extension Integration.PingKeyring {
         try Harness.ctl("kill")
         try Harness.ctl("start")
         #expect(try pingKeyring(["doctor"]).status == 0, "healthy again once unlocked")
-        // KeePassXC 2.7.4 lost the item stored before the lock in every fresh-clone CI run of
-        // 2026-12-02 (stopped or killed, the store on disk first; secret-tool found no item), and
-        // never in 27 local runs (PROVIDERS.md). What it keeps across a lock and a restart is its
-        // own business; nothing above wrote or deleted anything. Checked on the other providers.
-        guard Harness.provider != "keepassxc" else { return }
+        // The item stored before the lock is there after the restart. On KeePassXC 2.7.4 this is a
+        // known, intermittent issue, cause not found: it lost the item in every fresh-clone CI run of
+        // one day (3 of 3; stopped or killed, the store on disk first; secret-tool found no item)
+        // and in none of 27 local runs (PROVIDERS.md). Nothing above wrote or deleted anything. The
+        // assertion runs there too; on every other provider a failure is a failure.
         let kept = try pingKeyring(["get", "--account", account]), expected = "\"kept\"\n"
         let holds = kept.output == expected ? "" : SecretTool.describeItems(matching: lookup(account))
-        #expect(kept.output == expected, "status \(kept.status): \(kept.stderr); \(holds)")
+        withKnownIssue("KeePassXC 2.7.4 sometimes loses an item across a lock and a restart (cause unknown)",
+                       isIntermittent: true) {
+            #expect(kept.output == expected, "status \(kept.status): \(kept.stderr); \(holds)")
+        } when: {
+            Harness.provider == "keepassxc"
+        }
     }
 
     @Test func aStoppedDaemonTimesOutAtTheGivenDeadline() async throws {

@@ -7,12 +7,11 @@ extension Integration.RoundTrips {
     /// SecuredKeyEncryptor's saves cost what plain ones do: an unchanged value is recognised by its
     /// plaintext (every envelope differs, GCM's nonce being random) and written not at all, and the
     /// key check after a write reads the known key item once instead of searching for it.
-    @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
+    @Test(arguments: Measured.providers)
     func encryptedOperationsCostWhatPlainOnesDo(on provider: String) async throws {
-        let fake = try await PrivateProvider()
-        let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
-        let lockCheck = provider == "fake" ? ["GetAll"] : []
-        let calls = { SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
+        let measured = try await Measured(provider)
+        defer { withExtendedLifetime(measured) {} }  // the fake service runs until the test ends
+        let (configuration, lockCheck, calls) = (measured.configuration, measured.lockCheck, measured.calls)
         let encryptor = try #require(SecuredKeyEncryptor(configuration: configuration))
         let storage = KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration)
         // Connected, the session negotiated, a key in the collection and chosen.

@@ -10,14 +10,11 @@ extension Integration {
     struct RoundTrips {
         /// On the fake service, and on GNOME Keyring (the provider the figures are given for; other
         /// providers announce changes their own way).
-        @Test(arguments: Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"])
+        @Test(arguments: Measured.providers)
         func eachOperationCostsWhatItShould(on provider: String) async throws {
-            let fake = try await PrivateProvider()
-            let configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
-            // A provider not known to answer IsLocked (the fake) has an item's lock state read before
-            // each write to it (ProviderQuirks.checksLockBeforeWriting); GNOME Keyring does not.
-            let lockCheck = provider == "fake" ? ["GetAll"] : []
-            let calls = { SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
+            let measured = try await Measured(provider)
+            defer { withExtendedLifetime(measured) {} }  // the fake service runs until the test ends
+            let (configuration, lockCheck, calls) = (measured.configuration, measured.lockCheck, measured.calls)
             let storage = KeychainStorage<String>(account: uniqueAccount(), configuration: configuration)
             // Connecting, reading the alias: once per process.
             #expect(try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).get() == nil)
@@ -57,6 +54,34 @@ extension Integration {
             try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).save(item: "x")
             #expect(calls().sorted() == ["CreateItem", "GetAll", "SearchItems", "SearchItems"],
                     "save of a new account after a change: both searches, the collection's lock state, CreateItem: 3")
+        }
+    }
+}
+
+extension Integration.RoundTrips {
+    /// The provider a round-trip test measures, and the calls its client sent.
+    struct Measured {
+        /// The fake service, and GNOME Keyring (the provider the figures are given for; other
+        /// providers announce changes their own way).
+        static let providers = Harness.provider == "gnome-keyring" ? ["fake", "gnome-keyring"] : ["fake"]
+
+        /// A private fake service, started for each test (the harness's provider is used for
+        /// "gnome-keyring"); kept for the test's life.
+        let fake: PrivateProvider
+        let configuration: KeychainConfiguration
+        /// A provider not known to answer IsLocked (the fake) has an item's lock state read before
+        /// each write to it (ProviderQuirks.checksLockBeforeWriting); GNOME Keyring does not.
+        let lockCheck: [String]
+
+        init(_ provider: String) async throws {
+            fake = try await PrivateProvider()
+            configuration = provider == "fake" ? fake.configuration : KeychainConfiguration()
+            lockCheck = provider == "fake" ? ["GetAll"] : []
+        }
+
+        /// The methods called since the last call of this.
+        var calls: @Sendable () -> [String] {
+            { [configuration] in SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
         }
     }
 }

@@ -40,7 +40,7 @@ import Testing
     /// in a namespace (bwrap) where the journal's socket path is either absent (standard error) or
     /// a stand-in the test reads: what a real program writes, with its real environment.
     @Test(arguments: [false, true], [nil, "1"])
-    func aRealProcessLogsDebugOnlyWhenTheUserTurnsItOn(journalPresent: Bool, setting: String?) throws {
+    func aRealProcessLogsDebugOnlyWhenTheUserTurnsItOn(journalPresent: Bool, setting: String?) async throws {
         let marker = "marker-\(UUID().uuidString)"
         let journal = try DatagramReceiver(timeout: 1)
         var environment = ProcessInfo.processInfo.environment
@@ -49,7 +49,7 @@ import Testing
         if journalPresent {
             arguments += ["--dir", "/run/systemd/journal", "--bind", journal.path, "/run/systemd/journal/socket"]
         }
-        let result = try runProbe(bwrapArguments: arguments, marker: marker, environment: environment)
+        let result = try await runProbe(bwrapArguments: arguments, marker: marker, environment: environment)
         #expect(result.status == 0, "\(result.stderr)")
         var journalMessages: [String] = []
         while let received = journal.receive() { journalMessages.append(journalFields(received.payload)?["MESSAGE"] ?? "?") }
@@ -76,8 +76,19 @@ import Testing
         var stderr: String
     }
 
-    /// Runs `bwrap ARGUMENTS -- log-probe MARKER`, with `environment`.
-    private func runProbe(bwrapArguments: [String], marker: String, environment: [String: String]) throws -> ProbeResult {
+    /// Runs `bwrap ARGUMENTS -- log-probe MARKER`, with `environment`, waiting for it on a thread of
+    /// its own: never on one of Swift's cooperative threads, which the other suites need meanwhile.
+    private func runProbe(bwrapArguments: [String], marker: String, environment: [String: String]) async throws -> ProbeResult {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result {
+                    try Self.runBlocking(bwrapArguments: bwrapArguments, marker: marker, environment: environment)
+                })
+            }
+        }
+    }
+
+    private static func runBlocking(bwrapArguments: [String], marker: String, environment: [String: String]) throws -> ProbeResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/bwrap")
         process.arguments = bwrapArguments + ["--", Self.probePath, marker]

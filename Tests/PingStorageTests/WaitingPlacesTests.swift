@@ -7,8 +7,9 @@ import Waiting
 /// timekeeper, so storage that never talks to D-Bus never starts SecretService's GLib loop thread.
 @Suite("Waits outside SecretService start no GLib loop")
 struct WaitingPlacesTests {
-    @Test func aContendedCachedMemoryStorageStartsNoSecretServiceThread() throws {
-        let output = try runProbe(["contended-memory"])
+    @Test func aContendedCachedMemoryStorageStartsNoSecretServiceThread() async throws {
+        let (status, output) = try await runProbe(["contended-memory"])
+        #expect(status == 0)
         #expect(output.contains("contended"), "the saves waited for one another: \(output)")
         let threads = output.split(separator: "\n").filter { $0.hasPrefix("thread ") }
         #expect(!threads.isEmpty, "the probe listed its threads")
@@ -29,8 +30,15 @@ struct WaitingPlacesTests {
         try await holder.value
     }
 
-    /// Runs keychain-probe (built next to the test binary) and returns its standard output.
-    private func runProbe(_ arguments: [String]) throws -> String {
+    /// Runs keychain-probe (built next to the test binary) and returns its standard output, waiting
+    /// for it on a thread of its own, never on one of Swift's cooperative threads.
+    private func runProbe(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try Self.runBlocking(arguments) }) }
+        }
+    }
+
+    private static func runBlocking(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
         if directory.pathExtension == "xctest" { directory = directory.deletingLastPathComponent() }
@@ -42,7 +50,6 @@ struct WaitingPlacesTests {
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: data, as: UTF8.self)
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
