@@ -156,7 +156,7 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
             throw ToolError.from(error)
         }
         // Never a prompt, never an unlock: a locked key item is reported, not opened.
-        let client = SecretServiceKeychainBackend.client(for: configuration, options: .init(timeout: configuration.timeout, allowsPrompts: false))
+        let client = ClientCalls.client(for: configuration, options: .init(timeout: configuration.timeout, allowsPrompts: false))
         do {
             let found = try await client.searchItems(matching: ["xdg:schema": KeyringCommands.keySchemaName],
                                                      in: configuration.collection)

@@ -32,7 +32,7 @@ struct KeyringSettings: Sendable, Equatable {
     /// A client on the connection KeychainStorage uses in this process (one connection, one
     /// session per process), with ``clientOptions(allowsPlainTransport:)``.
     func client(allowsPlainTransport: Bool = false) -> SecretServiceClient {
-        SecretServiceKeychainBackend.client(for: configuration(), options: clientOptions(allowsPlainTransport: allowsPlainTransport))
+        ClientCalls.client(for: configuration(), options: clientOptions(allowsPlainTransport: allowsPlainTransport))
     }
 
     /// Client options matching ``configuration(service:)`` (the configuration's own options).

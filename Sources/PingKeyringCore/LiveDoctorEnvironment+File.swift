@@ -34,7 +34,7 @@ extension LiveDoctorEnvironment {
     func portalSecretSize() async throws(ToolError) -> Int {
         // The connection and options FileKeychain asks the portal with.
         let configuration = settings.configuration()
-        let client = SecretServiceKeychainBackend.client(for: configuration, options: configuration.options)
+        let client = ClientCalls.client(for: configuration, options: configuration.options)
         do {
             var secret = try await client.portalSecret()
             defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }

@@ -6,7 +6,6 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
-import SecretService
 
 extension KeychainConfiguration {
     /// Where ``KeychainStorage`` and ``SecuredKeyEncryptor`` keep their items.

@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 public import SecretService
-import Waiting
 
 /// Errors of ``KeychainStorage`` and of ``SecuredKeyEncryptor``'s key storage.
 ///
@@ -244,23 +243,5 @@ extension KeychainError {
     /// until the public entry point names the operation.
     package init(_ error: SecretServiceError) {
         self = .failure(Reason(error))
-    }
-
-    /// What a Storage method throws for `error`: `CancellationError` for cancellation, the
-    /// matching ``KeychainError`` otherwise.
-    static func thrown(_ error: SecretServiceError) -> any Error {
-        error.code == .cancelled ? CancellationError() : KeychainError(error)
-    }
-
-    /// What a Storage method throws when waiting for another call on the same account ended:
-    /// `CancellationError` for cancellation, ``Reason/timedOut(_:)`` at the deadline.
-    static func thrown(_ error: WaitError) -> any Error {
-        switch error {
-        case .cancelled: CancellationError()
-        case .timedOut(let operation, let timeout):
-            KeychainError.failure(.timedOut(Details(
-                message: "Another call on the same account did not finish within \(timeout.secondsText).",
-                recovery: "Try again, or allow a longer timeout.", detail: operation)))
-        }
     }
 }

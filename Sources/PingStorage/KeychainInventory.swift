@@ -34,7 +34,7 @@ extension KeychainConfiguration {
 
 /// What ping-keyring sees of a sandbox's file keyring: every item with its metadata and bytes,
 /// the item an account reads, the file's state and the outcome of copying the host's items in.
-/// The account rules are ``KeychainItems``'s (``KeychainItems/chosenFileItem(in:for:)``), so the tool
+/// The account rules are ``AccountRules``'s, chosen as ``FileKeyringStore`` chooses, so the tool
 /// reads exactly what ``KeychainStorage`` reads. Reads only: writing and deleting go through
 /// ``KeychainStorage`` itself.
 ///
@@ -74,11 +74,13 @@ package struct FileKeyringInventory: Sendable {
     ///   first call (`.noSecretService` without the portal's secret, `.timedOut`); `CancellationError`.
     package static func open(for configuration: KeychainConfiguration) async throws -> FileKeyringInventory? {
         let deadline = Deadline(timeout: configuration.timeout)
-        guard case .file(let keychain) = try await KeychainPlaces.shared.place(for: configuration, by: deadline).0 else {
-            return nil
+        do throws(StorageFailure) {
+            guard let keychain = try await KeychainPlaces.shared.fileKeychain(for: configuration, by: deadline) else { return nil }
+            let keyring = try await keychain.keyring(by: deadline)
+            return FileKeyringInventory(keychain: keychain, keyring: keyring, configuration: configuration)
+        } catch {
+            throw error.thrown
         }
-        let keyring = try await keychain.keyring(by: deadline)
-        return FileKeyringInventory(keychain: keychain, keyring: keyring, configuration: configuration)
     }
 
     /// Every item whose attributes include all pairs of at least one of `queries`, in file order.
@@ -94,10 +96,10 @@ package struct FileKeyringInventory: Sendable {
     /// of Python keyring and go-keyring included), with its bytes; nil when there is none.
     /// - Throws: ``KeychainError`` (`.invalidArgument` for an empty account, else as ``items(matchingAny:)``).
     package func storedItem(account: String) async throws -> Item? {
-        let rules = KeychainItems(account: account, configuration: configuration)
-        try rules.validate()
+        let rules = AccountRules(account: account, configuration: configuration)
+        do { try rules.validate() } catch { throw error.thrown }
         let stored = try await read()
-        return try rules.chosenFileItem(in: stored, for: .toRead).map { try item(stored, at: $0) }
+        return try FileKeyringStore.chosen(in: stored, of: rules, for: .toRead).map { try item(stored, at: $0) }
     }
 
     /// Whether the file exists, and how many items it holds (every one decrypted: a damaged file
@@ -130,7 +132,9 @@ package struct FileKeyringInventory: Sendable {
 
     private func item(_ stored: [FileKeyringItem], at index: Int) throws -> Item {
         let item = stored[index]
-        return Item(info: try item.info(path: FileAccountItems.itemPath(keyring.path, index)),
+        let path: ItemPath
+        do { path = try FileKeyringStore.itemPath(keyring.path, index) } catch { throw error.thrown }
+        return Item(info: item.info(path: path),
                     value: SecretValue(bytes: item.secret.copiedData(), contentType: item.contentType))
     }
 }

@@ -60,8 +60,8 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
     }
 
     init(account: String, encryptor: Encryptor, cacheStrategy: CacheStrategy,
-         configuration: KeychainConfiguration, backend: any KeychainBackend) {
-        items = KeychainItems(account: account, configuration: configuration, backend: backend)
+         configuration: KeychainConfiguration, store: any KeyringStore) {
+        items = KeychainItems(account: account, configuration: configuration, store: store)
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
     }
 
@@ -106,8 +106,8 @@ public actor Keychain<T: Codable & Sendable>: Storage {
         store = KeychainStore(items: KeychainItems(account: account, configuration: configuration), encryptor: encryptor)
     }
 
-    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, backend: any KeychainBackend) {
-        store = KeychainStore(items: KeychainItems(account: account, configuration: configuration, backend: backend),
+    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, store: any KeyringStore) {
+        self.store = KeychainStore(items: KeychainItems(account: account, configuration: configuration, store: store),
                               encryptor: encryptor)
     }
 

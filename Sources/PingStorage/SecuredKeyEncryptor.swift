@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorageCrypto
-import SecretService
 
 /// Encrypts items with AES-256-GCM under a key kept in the Secret Service — the Linux counterpart
 /// of the iOS SDK's Secure Enclave–backed encryptor, with the same failable initializer:

@@ -1,5 +1,4 @@
 import Locking
-import SecretService
 import Waiting
 
 /// A ``Storage`` that forwards to another storage and can keep the item in memory

@@ -42,6 +42,15 @@ enum ProviderQuirks {
         decoded == nil || decoded?.bytes.isEmpty == true
     }
 
+    /// How long to wait before reading an unlocked item's empty secret again, or nil to believe it:
+    /// KWallet 5.103 creates an item before it sets its secret, so another process can read it
+    /// empty for a moment (four processes saving one account at once did). GNOME Keyring and
+    /// KeePassXC create an item with its secret in one step and are believed; providers not known
+    /// are read again. The second answer is returned as it is.
+    static func pauseBeforeRereadingEmptySecret(_ kind: ProviderKind) -> Duration? {
+        kind == .gnomeKeyring || kind == .keepassxc ? nil : .milliseconds(100)
+    }
+
     /// Whether a write to an item (its secret, attributes or label, or its deletion) must first
     /// check that the item is unlocked: KWallet 5.103 accepts all of them on a locked wallet
     /// without answering IsLocked, so a write would change a keyring the user locked. GNOME

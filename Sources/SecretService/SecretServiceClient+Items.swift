@@ -84,7 +84,12 @@ extension SecretServiceClient {
                 guard let value = read.value else {
                     throw .disconnected(operation, detail: "the secret of \(path) could not be decrypted with this session's key")
                 }
-                return SecretRead(value: value, changeToken: read.token)
+                guard let pause = ProviderQuirks.pauseBeforeRereadingEmptySecret(session.kind) else {
+                    return SecretRead(value: value, changeToken: read.token)
+                }
+                do { try await Task.sleep(for: pause) } catch { throw .cancelled(operation) }
+                let again = try await getSecret(path, session, deadline)
+                return SecretRead(value: again.value ?? value, changeToken: again.token)
             }
             try await unlock(locked, session, deadline, operation: operation)
             let again = try await getSecret(path, session, deadline)

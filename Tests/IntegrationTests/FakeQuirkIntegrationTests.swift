@@ -218,6 +218,34 @@ extension Integration {
             #expect(try await client.secret(of: item).value.bytes == Data(value.utf8))
         }
 
+        // MARK: an empty secret (KWallet creates an item before it sets its secret)
+
+        /// A provider that is neither GNOME Keyring nor KeePassXC (KWallet, the fake) may show an
+        /// item another client is still creating with an empty secret: the client reads an
+        /// unlocked item's empty secret once more, after a pause, before it returns it; the
+        /// second answer stands. (ProviderQuirks.pauseBeforeRereadingEmptySecret; the rule used
+        /// to live in PingStorage.)
+        @Test func anEmptySecretIsReadAgainAfterAPauseBeforeItIsBelieved() async throws {
+            let fake = try await FakeSecretServiceInstance()
+            let client = fake.client()
+            let path = try fake.control([
+                "add-item", "--collection", "login", "--label", "being created", "--attr", "service=S",
+                "--attr", "account=empty", "--secret-base64", "", "--modified", "1700000000",
+            ]).trimmingCharacters(in: .whitespacesAndNewlines)
+            let item = try ItemPath(path)
+            let filled = try await createItem(client, "filled")
+            _ = try await client.secret(of: filled)
+            let before = try fake.calls("GetSecret")
+            let started = ContinuousClock.now
+            let read = try await client.secret(of: item)
+            #expect(read.value.bytes.isEmpty, "the second answer stands: still empty")
+            #expect(try fake.calls("GetSecret") == before + 2, "read twice")
+            #expect(ContinuousClock.now - started >= .milliseconds(100), "after the pause")
+            let beforeFilled = try fake.calls("GetSecret")
+            #expect(try await client.secret(of: filled).value.bytes == Data("filled".utf8))
+            #expect(try fake.calls("GetSecret") == beforeFilled + 1, "a secret with bytes is read once")
+        }
+
         // MARK: garbled-secret: an unlocked item's secret the session key cannot decrypt
 
         @Test func garbledSecretOpensANewSessionAndReadsTheValue() async throws {

@@ -16,7 +16,7 @@ extension Integration.RoundTrips {
         let storage = KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration)
         // Connected, the session negotiated, a key in the collection and chosen.
         try await KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration).save(item: "key")
-        _ = try await SecretServiceKeychainBackend.shared(for: configuration).client.provider()
+        _ = try await ClientCalls.shared(for: configuration).client.provider()
         try await storage.save(item: "one")
         try await storage.save(item: "two")   // the first save after a creation chooses the key again
         _ = calls()

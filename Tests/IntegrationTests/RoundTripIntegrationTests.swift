@@ -20,7 +20,7 @@ extension Integration {
             #expect(try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).get() == nil)
             // The transport session is negotiated in the background; a get that finds nothing does
             // not wait for it. Waiting here keeps its OpenSession in this step's calls.
-            _ = try await SecretServiceKeychainBackend.shared(for: configuration).client.provider()
+            _ = try await ClientCalls.shared(for: configuration).client.provider()
             if provider == "fake" {
                 // A fresh connection (who owns the name, and its process), then, in any order, the
                 // session and the two searches at once, which share one read of the alias.
@@ -81,7 +81,7 @@ extension Integration.RoundTrips {
 
         /// The methods called since the last call of this.
         var calls: @Sendable () -> [String] {
-            { [configuration] in SecretServiceKeychainBackend.shared(for: configuration).client.takeCallLog() }
+            { [configuration] in ClientCalls.shared(for: configuration).client.takeCallLog() }
         }
     }
 }

@@ -9,7 +9,7 @@ import Waiting
 /// did (not) change. It behaves like ``SecretServiceClient`` as PingStorage sees it: `findItems`
 /// and `secret(of:)` unlock (or throw `.locked` when prompts are off), and every answer carries
 /// the change token (created, deleted, lock changes) at that moment.
-final class FakeSecretService: KeychainBackend {
+final class FakeSecretService: SecretServiceCalls {
     struct Item {
         var label: String
         var attributes: [String: String]
@@ -93,7 +93,7 @@ final class FakeSecretService: KeychainBackend {
         state.changes += 1
     }
 
-    func ending(by deadline: Deadline) -> any KeychainBackend { self }
+    func ending(by deadline: Deadline) -> any SecretServiceCalls { self }
     var currentChangeToken: ChangeToken? { state.withLock { token($0) } }
 
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult {
@@ -253,4 +253,36 @@ final class Hold: Sendable {
 struct HoldError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+// The library's floors take a store (the one backend seam); these build the Secret Service store
+// over calls a test controls, so that tests speak of the fake alone.
+
+extension SecretServiceStore {
+    /// The store on `calls`, its keys in `collection`.
+    init(_ calls: any SecretServiceCalls, collection: CollectionReference = .default) {
+        self.init(calls: calls, keyCollection: collection)
+    }
+}
+
+extension KeychainStorage {
+    convenience init(account: String, encryptor: Encryptor, cacheStrategy: CacheStrategy,
+                     configuration: KeychainConfiguration, backend: any SecretServiceCalls) {
+        self.init(account: account, encryptor: encryptor, cacheStrategy: cacheStrategy, configuration: configuration,
+                  store: SecretServiceStore(backend, collection: configuration.collection))
+    }
+}
+
+extension Keychain {
+    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, backend: any SecretServiceCalls) {
+        self.init(account: account, encryptor: encryptor, configuration: configuration,
+                  store: SecretServiceStore(backend, collection: configuration.collection))
+    }
+}
+
+extension KeyVault {
+    /// A vault on the Secret Service calls of `backend`.
+    init(backend: any SecretServiceCalls, collection: CollectionReference, timeout: Duration = .seconds(25)) {
+        self.init(store: SecretServiceStore(backend, collection: collection), timeout: timeout)
+    }
 }

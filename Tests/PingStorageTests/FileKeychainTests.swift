@@ -186,7 +186,7 @@ struct FileKeychainTests {
         let stored = try #require(file.keyring.items().first { $0.attributes["account"] == "acct" })
         #expect(stored.secret.withBytes { span in (0..<span.count).map { span[$0] } } != Array(try JSONEncoder().encode(lucky)))
         // A fresh vault (another process) reads the key from the file.
-        let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyItems(keyring: file.keyring))))
+        let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring)))))
         #expect(try await file.storage(Dog.self, encryptor: fresh).get() == lucky)
     }
 

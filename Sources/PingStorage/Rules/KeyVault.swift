@@ -9,7 +9,7 @@ import SecretService
 import Waiting
 
 /// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own where the
-/// configuration keeps its items (``KeyItemStore``: the Secret Service or the sandbox's file
+/// configuration keeps its items (``KeyringStore``: the Secret Service or the sandbox's file
 /// keyring), with attributes `xdg:schema` = ``schema``, `key-id`, and `key-check`, the key's
 /// ``SymmetricKey/checkValue``.
 ///
@@ -30,15 +30,15 @@ actor KeyVault {
 
     /// Where the keys are: given, or decided at first use for a configuration.
     private enum Source {
-        case given(any KeyItemStore)
+        case given(any KeyringStore)
         case configured(KeychainConfiguration)
     }
     private let source: Source
-    private var store: (any KeyItemStore)?
+    private var store: (any KeyringStore)?
     private var keys: [KeyID: SymmetricKey] = [:]
     /// The key that seals new data, and the change token when it was chosen.
     private var current: (id: KeyID, token: ChangeToken?)?
-    private let choosing = SharedWork<Result<KeyChoice, any Error>, SecretServiceError>(timekeeper: .light)
+    private let choosing = SharedWork<KeyChoice, StorageFailure>(timekeeper: .light)
     /// How many callers wait for the key being found or created (tests).
     nonisolated var callersWaitingForTheKey: Int { choosing.waitingCallers }
     private let timeout: Duration
@@ -51,14 +51,8 @@ actor KeyVault {
         let token: ChangeToken?
     }
 
-    /// A vault on the Secret Service calls of `backend` (unit tests).
-    init(backend: any KeychainBackend, collection: CollectionReference, timeout: Duration = .seconds(25)) {
-        source = .given(SecretServiceKeyItems(backend: backend, collection: collection))
-        self.timeout = timeout
-    }
-
     /// A vault on `store`.
-    init(store: any KeyItemStore, timeout: Duration = .seconds(25)) {
+    init(store: any KeyringStore, timeout: Duration = .seconds(25)) {
         source = .given(store)
         self.timeout = timeout
     }
@@ -90,13 +84,12 @@ actor KeyVault {
             return (current.id, key)
         }
         let deadline = Deadline(timeout: timeout)
-        let store = try await store(by: deadline)
-        let outcome = try await mapped { () async throws(SecretServiceError) in
-            try await choosing.value(operation: "find the encryption key", deadline: deadline) { deadline in
-                do { return .success(try await store.chooseKey(by: deadline)) } catch { return .failure(error) }
+        let choice = try await thrown { () async throws(StorageFailure) in
+            let store = try await store(by: deadline)
+            return try await choosing.value(operation: "find the encryption key", deadline: deadline) { deadline throws(StorageFailure) in
+                try await store.chooseKey(by: deadline)
             }
         }
-        let choice = try outcome.get()
         let key = try choice.key.get()
         keys[choice.id] = key
         current = (choice.id, choice.token)
@@ -109,7 +102,7 @@ actor KeyVault {
     func key(for id: KeyID) async throws -> SymmetricKey {
         if let key = keys[id] { return key }
         let deadline = Deadline(timeout: timeout)
-        guard let loaded = try await store(by: deadline).loadKey(id, by: deadline) else {
+        guard let loaded = try await thrown({ () async throws(StorageFailure) in try await store(by: deadline).loadKey(id, by: deadline) }) else {
             throw EncryptorError.failedToDecrypt(.keyNotFound(
                 "The encryption key \(id.hexString) this item was encrypted with is not in the keyring "
                 + "(it was deleted, or the keyring was restored from elsewhere). The item was left "
@@ -122,13 +115,13 @@ actor KeyVault {
     }
 
     /// Whether the key item of `id` still holds the key this vault sealed with (one read of the
-    /// known item while nothing was created or deleted, ``KeyItemStore/reloadKey(_:by:)``). When it
+    /// known item while nothing was created or deleted, ``KeyringStore/reloadKey(_:by:)``). When it
     /// holds other bytes, they are checked and used from now on, and false is returned: what was
     /// sealed with the old bytes must be sealed again.
     func confirm(_ id: KeyID) async throws -> Bool {
         guard let sealedWith = keys[id] else { return false }
         let deadline = Deadline(timeout: timeout)
-        guard let loaded = try await store(by: deadline).reloadKey(id, by: deadline) else {
+        guard let loaded = try await thrown({ () async throws(StorageFailure) in try await store(by: deadline).reloadKey(id, by: deadline) }) else {
             // Deleted meanwhile: choose (or make) another key and seal again.
             Log.warning("The encryption key \(id.hexString) was deleted while an item was saved; sealing it again with another")
             keys[id] = nil
@@ -143,20 +136,14 @@ actor KeyVault {
     }
 
     /// The store, decided at the first call for a configuration.
-    private func store(by deadline: Deadline) async throws -> any KeyItemStore {
+    private func store(by deadline: Deadline) async throws(StorageFailure) -> any KeyringStore {
         if let store { return store }
-        let decided: any KeyItemStore
+        let decided: any KeyringStore
         switch source {
         case .given(let given):
             decided = given
         case .configured(let configuration):
-            switch try await KeychainPlaces.shared.place(for: configuration, by: deadline).0 {
-            case .secretService:
-                decided = SecretServiceKeyItems(backend: SecretServiceKeychainBackend.shared(for: configuration),
-                                                collection: configuration.collection)
-            case .file(let keychain):
-                decided = FileKeyItems(keyring: try await keychain.keyring(by: deadline))
-            }
+            decided = try await KeychainPlaces.shared.store(for: configuration, by: deadline)
         }
         store = decided
         return decided
@@ -190,7 +177,7 @@ actor KeyVault {
     }
 
     /// A new key and id.
-    static func newKey() throws(KeychainError) -> (KeyID, SymmetricKey) {
+    static func newKey() throws(StorageFailure) -> (KeyID, SymmetricKey) {
         do {
             let (id, key) = (try KeyID.generate(), try SymmetricKey.generate())
             Log.info("No encryption key in the keyring: creating key \(id.hexString)")
@@ -200,11 +187,13 @@ actor KeyVault {
         }
     }
 
-    private func mapped<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws -> Value {
+    /// Runs store calls; a failure is thrown as a Storage method throws it (the vault's callers
+    /// are the encryptor's public methods).
+    private func thrown<Value>(_ body: () async throws(StorageFailure) -> Value) async throws -> Value {
         do {
             return try await body()
         } catch {
-            throw KeychainError.thrown(error)
+            throw error.thrown
         }
     }
 }

@@ -25,7 +25,7 @@ final class FileKeychain: Sendable {
     /// The client whose connection asks the portal (the configuration's shared connection).
     private let portal: SecretServiceClient
     private let opened = Locked<FileKeyring?>(nil)
-    private let opening = SharedWork<FileKeyring, SecretServiceError>(timekeeper: .light)
+    private let opening = SharedWork<FileKeyring, StorageFailure>(timekeeper: .light)
     /// What copying the host's items in did, per service (see ``HostMigration``).
     let migrations = Locked<[String: HostMigration.Outcome]>([:])
 
@@ -41,17 +41,16 @@ final class FileKeychain: Sendable {
         shared.withLock { shared in
             if let existing = shared[path] { return existing }
             let created = FileKeychain(
-                path: path, portal: SecretServiceKeychainBackend.client(for: configuration, options: configuration.options))
+                path: path, portal: ClientCalls.client(for: configuration, options: configuration.options))
             shared[path] = created
             return created
         }
     }
 
-    /// A keychain on `path` opened with `masterSecret`, for tests (no portal is asked).
-    static func opened(path: String, masterSecret: FileKeyringSecret) throws(KeychainError) -> FileKeychain {
-        let keychain = FileKeychain(path: path, portal: SecretServiceClient())
-        keychain.opened.withLock { $0 = try? FileKeyring(path: path, masterSecret: masterSecret) }
-        guard keychain.opened.withLock({ $0 }) != nil else { throw Self.cryptoUnavailable(path) }
+    /// A keychain of a keyring already opened, for tests (no portal is asked).
+    static func wrapping(_ keyring: FileKeyring) -> FileKeychain {
+        let keychain = FileKeychain(path: keyring.path, portal: SecretServiceClient())
+        keychain.opened.withLock { $0 = keyring }
         return keychain
     }
 
@@ -65,39 +64,36 @@ final class FileKeychain: Sendable {
     /// The keyring, opened with the portal's secret at the first call.
     /// - Throws: ``KeychainError/Reason/noSecretService(_:)`` when the sandbox has no Secret portal (or
     ///   it has no backend), ``KeychainError/Reason/promptDismissed(_:)`` when its request was refused,
-    ///   ``KeychainError/Reason/timedOut(_:)`` at `deadline`; `CancellationError`.
-    func keyring(by deadline: Deadline) async throws -> FileKeyring {
+    ///   ``KeychainError/Reason/timedOut(_:)`` at `deadline`; cancellation.
+    func keyring(by deadline: Deadline) async throws(StorageFailure) -> FileKeyring {
         if let keyring = opened.withLock({ $0 }) { return keyring }
         let (path, portal, opened) = (self.path, self.portal, self.opened)
-        do {
-            return try await opening.value(operation: "get the app's secret from the Secret portal", deadline: deadline) {
-                deadline throws(SecretServiceError) in
-                if let keyring = opened.withLock({ $0 }) { return keyring }
-                var secret = try await portal.ending(by: deadline).portalSecret()
-                let keyring = try Self.open(path, wiping: &secret)
-                opened.withLock { $0 = keyring }
-                return keyring
+        return try await opening.value(operation: "get the app's secret from the Secret portal", deadline: deadline) {
+            deadline throws(StorageFailure) in
+            if let keyring = opened.withLock({ $0 }) { return keyring }
+            var secret: [UInt8]
+            do throws(SecretServiceError) {
+                secret = try await portal.ending(by: deadline).portalSecret()
+            } catch {
+                throw StorageFailure(error)
             }
-        } catch {
-            throw KeychainError.thrown(error)
+            let keyring = try Self.open(path, wiping: &secret)
+            opened.withLock { $0 = keyring }
+            return keyring
         }
     }
 
     /// Opens the keyring with a secret already in hand (automatic selection asked the portal to
     /// find out whether it could), wiping `secret`. Keeps an already opened keyring.
-    func install(wiping secret: inout [UInt8]) throws(KeychainError) {
-        do {
-            let keyring = try Self.open(path, wiping: &secret)
-            opened.withLock { if $0 == nil { $0 = keyring } }
-        } catch {
-            throw KeychainError(error)
-        }
+    func install(wiping secret: inout [UInt8]) throws(StorageFailure) {
+        let keyring = try Self.open(path, wiping: &secret)
+        opened.withLock { if $0 == nil { $0 = keyring } }
     }
 
     /// How many bytes of the portal's secret libsecret's file backend uses (its `PASSWORD_SIZE`).
     static let libsecretSecretLength = 64
 
-    private static func open(_ path: String, wiping secret: inout [UInt8]) throws(SecretServiceError) -> FileKeyring {
+    private static func open(_ path: String, wiping secret: inout [UInt8]) throws(StorageFailure) -> FileKeyring {
         defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         // libsecret reads the portal's first 64 bytes (fewer fail it) and derives the file's key from
         // them; oo7 refuses keys from fewer than 4. A longer answer is cut to the same 64 bytes, or
@@ -107,22 +103,18 @@ final class FileKeychain: Sendable {
             secret.removeLast(secret.count - libsecretSecretLength)
         }
         guard secret.count >= 4 else {
-            throw SecretServiceError(.protocolError, operation: "get the app's secret from the Secret portal",
-                                     message: "The Secret portal gave the app a secret of \(secret.count) bytes, too short to protect its keyring.",
-                                     recovery: "Report this to the portal's Secret backend (GNOME Keyring gives 64 bytes).")
+            throw .failure(.providerError(.init(
+                message: "The Secret portal gave the app a secret of \(secret.count) bytes, too short to protect its keyring.",
+                recovery: "Report this to the portal's Secret backend (GNOME Keyring gives 64 bytes).",
+                detail: "get the app's secret from the Secret portal")))
         }
         let masterSecret = FileKeyringSecret(wiping: &secret)
         do {
             return try FileKeyring(path: path, masterSecret: masterSecret)
         } catch {
-            throw SecretServiceError(.providerError, operation: "open the file keyring",
-                                     message: cryptoUnavailable(path).errorMessage, detail: error.description)
+            throw .failure(.providerError(.init(message: "The file keyring cannot be opened: libgcrypt is not usable in this process.",
+                                                recovery: "Install libgcrypt 1.8 or later.", detail: "\(path): \(error)")))
         }
-    }
-
-    private static func cryptoUnavailable(_ path: String) -> KeychainError {
-        .failure(.providerError(.init(message: "The file keyring cannot be opened: libgcrypt is not usable in this process.",
-                                      recovery: "Install libgcrypt 1.8 or later.", detail: path)))
     }
 }
 

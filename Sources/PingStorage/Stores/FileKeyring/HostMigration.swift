@@ -50,7 +50,7 @@ struct HostMigration: Sendable {
     static let markerSchema = "com.pingidentity.PingStorage.MovedIn"
 
     /// The host's Secret Service, read only.
-    let host: any KeychainBackend
+    let host: any SecretServiceCalls
     /// Whether the host's Secret Service answers (asked only when the marker is missing).
     let hostAnswers: @Sendable () async -> Bool
     let keyring: FileKeyring

@@ -5,44 +5,20 @@ import Foundation
 #endif
 import SecretService
 
-/// What one of an account's duplicate items is chosen for.
-enum DuplicateChoice: Sendable {
-    /// To read: the most recently modified (the value written last), then the most recently
-    /// created, then the highest item number.
-    case toRead
-    /// To keep, by a save that writes its value into the item and deletes the others: the most
-    /// recently created, then the highest item number. Never by modification time, which a
-    /// concurrent save changes: two processes collapsing the same duplicates, one reading the
-    /// times before a third process's SetSecret and one after, would each keep the item the
-    /// other deletes and leave the account with none (four processes on KWallet did).
-    case toKeep
-}
-
-/// How recent an item is, for choosing among duplicates (``DuplicateChoice``); a file keyring's
-/// item number is its position. Deterministic whoever asks, on either backend.
-struct ItemAge {
-    var modified: Date
-    var created: Date
-    var number: Int
-    var path: String
-
-    init(modified: Date, created: Date, number: Int, path: String) {
-        (self.modified, self.created, self.number, self.path) = (modified, created, number, path)
-    }
-
+extension ItemAge {
+    /// A Secret Service item's age; its number is the last element of its object path.
     init(_ info: SecretItemInfo) {
         self.init(modified: info.modified, created: info.created,
                   number: Int(info.path.objectPath.lastElement) ?? -1, path: info.path.rawValue)
     }
-
-    /// Whether `self` comes before `other` in the order of `choice` (the chosen item is the last).
-    func isOlder(than other: ItemAge, for choice: DuplicateChoice) -> Bool {
-        switch choice {
-        case .toRead: (modified, created, number, path) < (other.modified, other.created, other.number, other.path)
-        case .toKeep: (created, number, path) < (other.created, other.number, other.path)
-        }
-    }
 }
+
+/// One account's items in the Secret Service, through calls that end by one operation's deadline:
+/// the searches, the choice among duplicates, the create race and the remembered item of
+/// ``SecretServiceStore``.
+struct AccountItems: Sendable {
+    let rules: AccountRules
+    let calls: any SecretServiceCalls
 
 /// The account's items as a search found them, with the token of that answer.
 struct FoundItems: Sendable {
@@ -51,29 +27,6 @@ struct FoundItems: Sendable {
     var known: [ItemPath: SecretItemInfo]
     var token: ChangeToken?
 }
-
-extension KeychainItems {
-    /// The `xdg:schema` attribute of items we write.
-    static let schemaName = KeychainStorageSchemas.item
-
-    /// The attributes that identify the item; also what items written by other tools carry.
-    var lookupAttributes: [String: String] { ["service": configuration.service, "account": account] }
-
-    /// Everything we write: the lookup attributes, `username` (what Python keyring and
-    /// go-keyring look up) and our schema.
-    var itemAttributes: [String: String] {
-        lookupAttributes.merging(["username": account, "xdg:schema": Self.schemaName]) { $1 }
-    }
-
-    /// The label Seahorse, KeePassXC and KWallet show.
-    var label: String { "\(account) (\(configuration.service))" }
-
-    /// What identifies the account's items in the process: operations under one key are
-    /// serialized (``AccountLocks``), and the remembered item is kept under it. The backend setting
-    /// is part of it, so that two file keyrings holding the same account never wait for each other.
-    var lockKey: String {
-        "\(configuration.backend)\u{0}\(configuration.bus)\u{0}\(configuration.collection)\u{0}\(configuration.service)\u{0}\(account)"
-    }
 
     // MARK: Finding the account's items
 
@@ -88,14 +41,14 @@ extension KeychainItems {
         var attempt = 0
         while true {
             attempt += 1
-            let byUsername = ["service": configuration.service, "username": account]
-            let collection = configuration.collection
-            let backend = self.backend
+            let byUsername = rules.usernameAttributes
+            let collection = rules.collection
+            let backend = calls
             async let usernameSearch: Result<SecretSearchResult, SecretServiceError> = { () async -> Result<SecretSearchResult, SecretServiceError> in
                 do throws(SecretServiceError) { return .success(try await backend.searchItems(matching: byUsername, in: collection)) }
                 catch { return .failure(error) }
             }()
-            let ours = try await backend.findItems(matching: lookupAttributes, in: collection)
+            let ours = try await backend.findItems(matching: rules.lookupAttributes, in: collection)
             let theirs = try await usernameSearch.get()
             let sameMoment = theirs.changeToken.isUnchanged(since: ours.changeToken)
             if !sameMoment && attempt < 3 { continue }
@@ -103,7 +56,7 @@ extension KeychainItems {
             var known: [ItemPath: SecretItemInfo] = [:]
             for path in theirs.all where !paths.contains(path) {
                 let info = try await backend.itemInfo(path)
-                guard belongsToAccount(info.attributes) else { continue }
+                guard rules.belongsToAccount(info.attributes) else { continue }
                 known[path] = info
                 paths.append(path)
             }
@@ -120,9 +73,9 @@ extension KeychainItems {
     func chosen(_ found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> SecretItemInfo {
         var infos: [SecretItemInfo] = []
         for path in found.paths {
-            if let known = found.known[path] { infos.append(known) } else { infos.append(try await backend.itemInfo(path)) }
+            if let known = found.known[path] { infos.append(known) } else { infos.append(try await calls.itemInfo(path)) }
         }
-        return infos.max { ItemAge($0).isOlder(than: ItemAge($1), for: choice) }!
+        return rules.chosen(infos, for: choice, age: ItemAge.init)!
     }
 
     /// ``chosen(_:for:)`` and its secret. When there is one item, its metadata and its secret are
@@ -130,9 +83,9 @@ extension KeychainItems {
     func chosenWithSecret(_ found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> (SecretItemInfo, SecretRead) {
         guard found.paths.count == 1, found.known[found.paths[0]] == nil else {
             let target = try await chosen(found, for: choice)
-            return (target, try await backend.secret(of: target.path))
+            return (target, try await calls.secret(of: target.path))
         }
-        let path = found.paths[0], backend = self.backend
+        let path = found.paths[0], backend = calls
         async let info: Result<SecretItemInfo, SecretServiceError> = { () async -> Result<SecretItemInfo, SecretServiceError> in
             do throws(SecretServiceError) { return .success(try await backend.itemInfo(path)) } catch { return .failure(error) }
         }()
@@ -146,60 +99,50 @@ extension KeychainItems {
         return (try await info.get(), read)
     }
 
-    /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
-    /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
-    /// `account`. An item whose `account` differs is never the account's, whatever its `username`.
-    func belongsToAccount(_ attributes: [String: String]) -> Bool {
-        guard attributes["service"] == configuration.service else { return false }
-        if let owner = attributes["account"] { return owner == account }
-        return attributes["username"] == account
-    }
-
     // MARK: Creating and completing
 
     /// Creates the account's item, then makes sure it is the only one.
     ///
-    /// Not `CreateItem(replace: true)`: KeePassXC 2.7.4 answers a replace of an item that another
-    /// D-Bus client created with an access dialog that never completes headless, and two
-    /// processes creating the same account at once are exactly that case. So the item is created
+    /// Not `CreateItem(replace: true)`: two processes creating the same account at once would
+    /// each replace the other's item, and on some providers a replace of an item another client
+    /// created waits on an access dialog (SecretService's ProviderQuirks). So the item is created
     /// without replace; when anything else was created or deleted since the search that found
     /// nothing, the account is searched again and duplicates that a concurrent creator left are
     /// collapsed onto the one every process picks alike (``DuplicateChoice/toKeep``), so racing
     /// processes converge on one item instead of each deleting the other's.
     func create(_ value: SecretValue, searchedAt searchToken: ChangeToken?) async throws(SecretServiceError) {
-        let created = try await backend.createItem(in: configuration.collection, label: label, attributes: itemAttributes,
-                                                   secret: value, replacing: false)
+        let created = try await calls.createItem(in: rules.collection, label: rules.label, attributes: rules.itemAttributes,
+                                                 secret: value, replacing: false)
         // Our own ItemCreated arrives before the answer to CreateItem: one change since the search
         // means nothing else was created or deleted in between, so the item is the account's only
         // one. A process creating the account after us sees our ItemCreated, and collapses the two.
         if let searchToken, created.changeToken.changes(since: searchToken) == 1 {
-            backend.rememberedItems[lockKey] = .init(path: created.path, token: created.changeToken, isComplete: true)
+            calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken, isComplete: true)
             return
         }
         let found = try await accountItems()
         guard found.paths != [created.path], !found.paths.isEmpty else { return }
         let target = try await chosen(found, for: .toKeep)
         for duplicate in found.paths where duplicate != target.path {
-            Log.info("Account '\(account)': another client created it at the same time; removing \(duplicate), keeping \(target.path)")
-            _ = try await backend.deleteItem(duplicate)
+            Log.info("Account '\(rules.account)': another client created it at the same time; removing \(duplicate), keeping \(target.path)")
+            _ = try await calls.deleteItem(duplicate)
         }
     }
 
     /// Whether the item carries all our attributes and our label.
-    func isComplete(_ item: SecretItemInfo) -> Bool {
-        item.label == label && itemAttributes.allSatisfy { item.attributes[$0.key] == $0.value }
-    }
+    func isComplete(_ item: SecretItemInfo) -> Bool { rules.isComplete(label: item.label, attributes: item.attributes) }
 
     /// Gives an item another tool wrote our label and attributes (keeping theirs), best effort:
-    /// the item is found by service and account either way, and a provider that refuses (the
-    /// client already left out what KeePassXC computes itself) keeps what the other tool wrote.
+    /// the item is found by service and account either way, and a provider that still refuses
+    /// (after the client's own retry without the attributes a provider computes itself) keeps what
+    /// the other tool wrote.
     func complete(_ item: SecretItemInfo) async throws(SecretServiceError) {
-        let wanted = item.attributes.merging(itemAttributes) { $1 }
+        let (label, wanted) = (rules.label, item.attributes.merging(rules.itemAttributes) { $1 })
         do {
-            try await backend.updateItem(item.path, label: item.label == label ? nil : label,
-                                         attributes: wanted == item.attributes ? nil : wanted)
+            try await calls.updateItem(item.path, label: item.label == label ? nil : label,
+                                       attributes: wanted == item.attributes ? nil : wanted)
         } catch where error.code == .providerError {
-            if item.label != label { try? await backend.updateItem(item.path, label: label, attributes: nil) }
+            if item.label != label { try? await calls.updateItem(item.path, label: label, attributes: nil) }
         }
     }
 
@@ -207,7 +150,7 @@ extension KeychainItems {
 
     /// The remembered item, if nothing was created or deleted since it was found.
     func rememberedItem() -> RememberedItems.Entry? {
-        guard let known = backend.rememberedItems[lockKey], let now = backend.currentChangeToken,
+        guard let known = calls.rememberedItems[rules.lockKey], let now = calls.currentChangeToken,
               now.isUnchanged(since: known.token) else { return nil }
         return known
     }
@@ -219,8 +162,56 @@ extension KeychainItems {
             forget()
             return
         }
-        backend.rememberedItems[lockKey] = .init(path: item.path, token: token, isComplete: isComplete(item))
+        calls.rememberedItems[rules.lockKey] = .init(path: item.path, token: token, isComplete: isComplete(item))
     }
 
-    func forget() { backend.rememberedItems[lockKey] = nil }
+    func forget() { calls.rememberedItems[rules.lockKey] = nil }
+
+    // MARK: Reading and writing
+
+    /// Reads the remembered item; nil when it turned out stale (then the caller searches).
+    func readRemembered(_ known: RememberedItems.Entry) async throws(SecretServiceError) -> SecretValue? {
+        do {
+            let read = try await calls.secret(of: known.path)
+            // An item created or deleted while we read (its signal precedes our answer) may be a
+            // newer duplicate: the value is then not trusted.
+            return read.changeToken.isUnchanged(since: known.token) ? read.value : nil
+        } catch where error.code == .itemNotFound {
+            forget()
+            return nil
+        }
+    }
+
+    /// Writes through the remembered item: whether it wrote (false: the item held the value
+    /// already, by `holds`), or nil when the remembered item turned out stale.
+    func writeRemembered(_ known: RememberedItems.Entry, _ value: SecretValue,
+                         _ holds: (Data) -> Bool) async throws(SecretServiceError) -> Bool? {
+        do {
+            var current = try await calls.secret(of: known.path)
+            defer { current.value.bytes.wipe() }
+            guard current.changeToken.isUnchanged(since: known.token) else { return nil }
+            // Bytes only: a provider may report every secret as text/plain, so comparing content
+            // types would rewrite unchanged binary values every time.
+            if holds(current.value.bytes) { return false }
+            _ = try await calls.setSecret(value, of: known.path)
+            return true
+        } catch where error.code == .itemNotFound {
+            forget()
+            return nil
+        }
+    }
+
+    /// Another client may delete or replace the item between our search and our next call; start
+    /// over from the search when that happens (a few times: other processes may keep doing it).
+    func retryingVanishedItem<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws(SecretServiceError) -> Value {
+        var attempt = 1
+        while true {
+            do {
+                return try await body()
+            } catch where error.code == .itemNotFound && attempt < 4 {
+                forget()
+                attempt += 1
+            }
+        }
+    }
 }

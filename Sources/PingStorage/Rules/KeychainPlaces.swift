@@ -2,13 +2,7 @@ import Locking
 import SecretService
 import Waiting
 
-/// Where a configuration's items live, as decided for this process.
-enum KeychainPlace: Sendable {
-    case secretService
-    case file(FileKeychain)
-}
-
-/// Decides, once per process and configuration, which backend holds the items: at once from a
+/// Decides, once per process and configuration, which store (``KeyringStore``) holds the items: at once from a
 /// setting or outside a sandbox (``BackendRule``); inside a sandbox by asking the Secret portal
 /// for the app's secret (which the file keyring needs anyway), falling back to the Secret Service
 /// when the portal cannot give one but the app may talk to `org.freedesktop.secrets`. There, the
@@ -27,48 +21,65 @@ final class KeychainPlaces: Sendable {
         }
     }
     private struct Decision: Sendable {
-        let place: KeychainPlace
+        /// The file keyring, when the items are in one; nil: the Secret Service.
+        let file: FileKeychain?
         let choice: KeychainBackendChoice
     }
-    private let decisions = RememberedReads<Key, Decision, SecretServiceError>(timekeeper: .light)
+    private let decisions = RememberedReads<Key, Decision, StorageFailure>(timekeeper: .light)
 
-    /// The place of `configuration`'s items and why.
-    /// - Throws: ``KeychainError`` (`.invalidArgument` for a bad `PINGSTORAGE_BACKEND`; in a
-    ///   sandbox, the portal's error when neither backend is usable); `CancellationError`.
-    func place(for configuration: KeychainConfiguration, by deadline: Deadline) async throws -> (KeychainPlace, KeychainBackendChoice) {
-        let key = Key(configuration)
-        if let decision = decisions.remembered(key) { return (decision.place, decision.choice) }
-        let rule = try BackendRule.current(configuration.backend)
-        let decision: Decision
-        do {
-            decision = try await decisions.value(for: key, operation: "choose where to keep the app's secrets", deadline: deadline) {
-                deadline throws(SecretServiceError) in
-                let decision = switch rule {
-                case .decided(let choice):
-                    switch choice.kind {
-                    case .secretService: Decision(place: .secretService, choice: choice)
-                    case .fileKeyring(let path):
-                        Decision(place: .file(FileKeychain.shared(path: path, configuration: configuration)), choice: choice)
-                    }
-                case .sandboxed(let path):
-                    try await Self.decideInSandbox(configuration, path: path, deadline: deadline)
-                }
-                Log.info("Items of service \(configuration.service) are kept in the \(decision.choice)")
-                return decision
-            }
-        } catch {
-            throw KeychainError.thrown(error)
+    /// The store of `configuration`'s items (the Secret Service's with the configuration's
+    /// options, or the file keyring's).
+    /// - Throws: as ``decision(for:by:)``.
+    func store(for configuration: KeychainConfiguration, by deadline: Deadline) async throws(StorageFailure) -> any KeyringStore {
+        guard let file = try await decision(for: configuration, by: deadline).file else {
+            return SecretServiceStore.shared(for: configuration)
         }
-        return (decision.place, decision.choice)
+        return FileKeyringStore(keychain: file)
+    }
+
+    /// The file keyring of `configuration`'s items; nil when they are in the Secret Service.
+    func fileKeychain(for configuration: KeychainConfiguration, by deadline: Deadline) async throws(StorageFailure) -> FileKeychain? {
+        try await decision(for: configuration, by: deadline).file
+    }
+
+    /// Which backend `configuration`'s items are in, and why.
+    /// - Throws: `.invalidArgument` for a bad `PINGSTORAGE_BACKEND`; in a sandbox, the portal's
+    ///   error when neither backend is usable; cancellation.
+    func choice(for configuration: KeychainConfiguration, by deadline: Deadline) async throws(StorageFailure) -> KeychainBackendChoice {
+        try await decision(for: configuration, by: deadline).choice
+    }
+
+    private func decision(for configuration: KeychainConfiguration, by deadline: Deadline) async throws(StorageFailure) -> Decision {
+        let key = Key(configuration)
+        if let decision = decisions.remembered(key) { return decision }
+        let rule: BackendRule
+        do { rule = try BackendRule.current(configuration.backend) } catch { throw .keychain(error) }
+        return try await decisions.value(for: key, operation: "choose where to keep the app's secrets", deadline: deadline) {
+            deadline throws(StorageFailure) in
+            let decision = switch rule {
+            case .decided(let choice):
+                switch choice.kind {
+                case .secretService: Decision(file: nil, choice: choice)
+                case .fileKeyring(let path):
+                    Decision(file: FileKeychain.shared(path: path, configuration: configuration), choice: choice)
+                }
+            case .sandboxed(let path):
+                try await Self.decideInSandbox(configuration, path: path, deadline: deadline)
+            }
+            Log.info("Items of service \(configuration.service) are kept in the \(decision.choice)")
+            return decision
+        }
     }
 
     private static func decideInSandbox(_ configuration: KeychainConfiguration, path: String,
-                                        deadline: Deadline) async throws(SecretServiceError) -> Decision {
-        let client = SecretServiceKeychainBackend.client(for: configuration, options: configuration.options).ending(by: deadline)
+                                        deadline: Deadline) async throws(StorageFailure) -> Decision {
+        let client = ClientCalls.client(for: configuration, options: configuration.options).ending(by: deadline)
         var secret: [UInt8]
         do {
             secret = try await client.portalSecret()
-        } catch where error.code == .noSecretService {
+        } catch where error.code != .noSecretService {
+            throw StorageFailure(error)
+        } catch {
             // No portal, or one without a Secret backend: libsecret then talks to the Secret
             // Service, which works when the manifest lets the app see it.
             let portalError = error
@@ -77,23 +88,21 @@ final class KeychainPlaces: Sendable {
             } catch where error.code == .noSecretService {
                 // Neither: the portal's error says what a sandboxed app needs.
                 let detail = [portalError.detail, "org.freedesktop.secrets: " + (error.detail ?? error.message)]
-                throw SecretServiceError(portalError.code, operation: portalError.operation, message: portalError.message,
-                                         recovery: portalError.recovery, detail: detail.compactMap { $0 }.joined(separator: "; "))
+                throw StorageFailure(SecretServiceError(
+                    portalError.code, operation: portalError.operation, message: portalError.message,
+                    recovery: portalError.recovery, detail: detail.compactMap { $0 }.joined(separator: "; ")))
+            } catch {
+                throw StorageFailure(error)
             }
-            return Decision(place: .secretService, choice: .init(
+            return Decision(file: nil, choice: .init(
                 kind: .secretService,
                 reason: "in a Flatpak sandbox (\(BackendRule.sandboxMarker) exists) whose Secret portal cannot give the app a secret, "
                     + "and the app may talk to org.freedesktop.secrets"))
         }
         let keychain = FileKeychain.shared(path: path, configuration: configuration)
-        do throws(KeychainError) {
-            try keychain.install(wiping: &secret)
-        } catch {
-            throw SecretServiceError(.providerError, operation: "open the file keyring", message: error.errorMessage,
-                                     detail: error.detail)
-        }
+        try keychain.install(wiping: &secret)
         await copyHostItemsIn(configuration, keychain, client, deadline)
-        return Decision(place: .file(keychain), choice: .init(
+        return Decision(file: keychain, choice: .init(
             kind: .fileKeyring(path: path),
             reason: "in a Flatpak sandbox (\(BackendRule.sandboxMarker) exists), and the Secret portal gave the app's secret"))
     }
@@ -104,7 +113,7 @@ final class KeychainPlaces: Sendable {
                                         _ client: SecretServiceClient, _ deadline: Deadline) async {
         guard let keyring = try? await keychain.keyring(by: deadline) else { return }
         let migration = HostMigration(
-            host: SecretServiceKeychainBackend.shared(for: configuration), hostAnswers: {
+            host: ClientCalls.shared(for: configuration), hostAnswers: {
                 do { _ = try await client.provider() } catch { return false }
                 return true
             },
@@ -126,6 +135,10 @@ extension KeychainConfiguration {
     /// then kept for the process.
     /// - Throws: ``KeychainError`` when no backend is usable (see ``Backend/automatic``).
     public func backendInUse() async throws -> KeychainBackendChoice {
-        try await KeychainPlaces.shared.place(for: self, by: Deadline(timeout: timeout)).1
+        do {
+            return try await KeychainPlaces.shared.choice(for: self, by: Deadline(timeout: timeout))
+        } catch {
+            throw error.thrown
+        }
     }
 }

@@ -7,13 +7,12 @@ import Locking
 import SecretService
 import Waiting
 
-/// The Secret Service operations ``KeychainStorage`` and ``SecuredKeyEncryptor`` need: a
-/// ``SecretServiceClient`` in production, an in-memory service in unit tests. Unlock policy, lock
-/// state and provider quirks are the client's (see its documentation); the Keychain rules built on
-/// these calls are ``KeychainItems``'s.
-protocol KeychainBackend: Sendable {
+/// The Secret Service calls ``SecretServiceStore`` makes: a ``SecretServiceClient`` in production,
+/// an in-memory service in unit tests. Unlock policy, lock state and provider quirks are the
+/// client's (see its documentation); the Keychain rules applied with these calls are the store's.
+protocol SecretServiceCalls: Sendable {
     /// The same backend, with every call ending by `deadline` (one operation's deadline).
-    func ending(by deadline: Deadline) -> any KeychainBackend
+    func ending(by deadline: Deadline) -> any SecretServiceCalls
     /// The change token now, without I/O; nil when not connected (anything may have changed).
     var currentChangeToken: ChangeToken? { get }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult
@@ -29,13 +28,13 @@ protocol KeychainBackend: Sendable {
     var rememberedItems: RememberedItems { get }
 }
 
-/// ``KeychainBackend`` over a ``SecretServiceClient``.
-package struct SecretServiceKeychainBackend: KeychainBackend {
+/// ``SecretServiceCalls`` over a ``SecretServiceClient``: the process's one connection per bus.
+package struct ClientCalls: SecretServiceCalls {
     let client: SecretServiceClient
     let rememberedItems: RememberedItems
 
-    func ending(by deadline: Deadline) -> any KeychainBackend {
-        SecretServiceKeychainBackend(client: client.ending(by: deadline), rememberedItems: rememberedItems)
+    func ending(by deadline: Deadline) -> any SecretServiceCalls {
+        ClientCalls(client: client.ending(by: deadline), rememberedItems: rememberedItems)
     }
     var currentChangeToken: ChangeToken? { client.currentChangeToken }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult {
@@ -72,14 +71,14 @@ package struct SecretServiceKeychainBackend: KeychainBackend {
     }
 
     /// The backend for `configuration`: the shared connection to its bus, with its options.
-    static func shared(for configuration: KeychainConfiguration) -> SecretServiceKeychainBackend {
+    static func shared(for configuration: KeychainConfiguration) -> ClientCalls {
         let (client, remembered) = shared.withLock { shared in
             if let existing = shared[configuration.bus] { return existing }
             let created = (SecretServiceClient(bus: configuration.bus), RememberedItems())
             shared[configuration.bus] = created
             return created
         }
-        return SecretServiceKeychainBackend(client: client.with(options: configuration.options), rememberedItems: remembered)
+        return ClientCalls(client: client.with(options: configuration.options), rememberedItems: remembered)
     }
 }
 
@@ -100,26 +99,3 @@ final class RememberedItems: Sendable {
     }
 }
 
-/// The `xdg:schema` attributes PingStorage writes: the one place they are spelled (ping-keyring
-/// uses these too).
-package enum KeychainStorageSchemas {
-    /// KeychainStorage's items.
-    package static let item = "com.pingidentity.PingStorage"
-    /// SecuredKeyEncryptor's key items.
-    package static let key = "com.pingidentity.PingStorage.SecuredKey"
-}
-
-/// KeychainStorage's item rules on raw bytes, without JSON: for the test that looks for copies of
-/// secrets in process memory (JSONEncoder's own buffers are out of the library's reach, so the
-/// test starts below them).
-package struct RawKeychainItem: Sendable {
-    private let items: KeychainItems
-
-    package init(account: String, configuration: KeychainConfiguration) {
-        items = KeychainItems(account: account, configuration: configuration)
-    }
-
-    package func write(_ bytes: Data) async throws { try await items.write(SecretValue(bytes: bytes)) }
-    package func read() async throws -> Data? { try await items.read()?.bytes }
-    package func delete() async throws { try await items.delete() }
-}

@@ -1,0 +1,117 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import SecretService
+
+/// The Keychain rules of one account, the same on every store (``KeyringStore``): which items are
+/// the account's (ours, and Python keyring's and go-keyring's), what we write on them, and which
+/// item a read takes or a save keeps among duplicates. No I/O.
+struct AccountRules: Sendable {
+    let account: String
+    let service: String
+    let collection: CollectionReference
+    /// What identifies the account's items in the process: operations under one key are
+    /// serialized (``AccountLocks``), and the Secret Service's remembered item is kept under it.
+    /// The backend setting is part of it, so that two file keyrings holding the same account never
+    /// wait for each other.
+    let lockKey: String
+
+    init(account: String, configuration: KeychainConfiguration) {
+        self.account = account
+        service = configuration.service
+        collection = configuration.collection
+        lockKey = "\(configuration.backend)\u{0}\(configuration.bus)\u{0}\(configuration.collection)\u{0}\(configuration.service)\u{0}\(account)"
+    }
+
+    /// Checks the names before anything is sent.
+    func validate() throws(StorageFailure) {
+        guard !account.isEmpty else {
+            throw .keychain(.invalidArgument("The account name is empty; give KeychainStorage a non-empty account."))
+        }
+        guard !service.isEmpty else {
+            throw .keychain(.invalidArgument("The service name is empty; give KeychainConfiguration a non-empty service."))
+        }
+        guard !account.utf8.contains(0), !service.utf8.contains(0) else {
+            throw .keychain(.invalidArgument("Account and service names cannot contain NUL characters (D-Bus strings cannot)."))
+        }
+    }
+
+    /// The `xdg:schema` attribute of items we write.
+    static let schemaName = KeychainStorageSchemas.item
+
+    /// The attributes that identify the item; also what items written by other tools carry.
+    var lookupAttributes: [String: String] { ["service": service, "account": account] }
+
+    /// The attributes Python keyring and go-keyring look items up by (they write no `account`).
+    var usernameAttributes: [String: String] { ["service": service, "username": account] }
+
+    /// Everything we write: the lookup attributes, `username` (what Python keyring and
+    /// go-keyring look up) and our schema.
+    var itemAttributes: [String: String] {
+        lookupAttributes.merging(["username": account, "xdg:schema": Self.schemaName]) { $1 }
+    }
+
+    /// The label Seahorse, KeePassXC and KWallet show.
+    var label: String { "\(account) (\(service))" }
+
+    /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
+    /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
+    /// `account`. An item whose `account` differs is never the account's, whatever its `username`.
+    func belongsToAccount(_ attributes: [String: String]) -> Bool {
+        guard attributes["service"] == service else { return false }
+        if let owner = attributes["account"] { return owner == account }
+        return attributes["username"] == account
+    }
+
+    /// Whether an item carries all our attributes and our label.
+    func isComplete(label: String, attributes: [String: String]) -> Bool {
+        label == self.label && itemAttributes.allSatisfy { attributes[$0.key] == $0.value }
+    }
+
+    /// The item to use among the account's duplicates, for `choice`; nil when there are none.
+    /// Deterministic whoever asks, on either store.
+    func chosen<Item>(_ items: [Item], for choice: DuplicateChoice, age: (Item) -> ItemAge) -> Item? {
+        items.max { age($0).isOlder(than: age($1), for: choice) }
+    }
+}
+
+/// What one of an account's duplicate items is chosen for.
+enum DuplicateChoice: Sendable {
+    /// To read: the most recently modified (the value written last), then the most recently
+    /// created, then the highest item number.
+    case toRead
+    /// To keep, by a save that writes its value into the item and deletes the others: the most
+    /// recently created, then the highest item number. Never by modification time, which a
+    /// concurrent save changes: two processes collapsing the same duplicates, one reading the
+    /// times before a third process's SetSecret and one after, would each keep the item the
+    /// other deletes and leave the account with none (four processes on one provider did).
+    case toKeep
+}
+
+/// How recent an item is, for choosing among duplicates (``DuplicateChoice``); a file keyring's
+/// item number is its position. Deterministic whoever asks, on either store.
+struct ItemAge {
+    var modified: Date
+    var created: Date
+    var number: Int
+    var path: String
+
+    /// Whether `self` comes before `other` in the order of `choice` (the chosen item is the last).
+    func isOlder(than other: ItemAge, for choice: DuplicateChoice) -> Bool {
+        switch choice {
+        case .toRead: (modified, created, number, path) < (other.modified, other.created, other.number, other.path)
+        case .toKeep: (created, number, path) < (other.created, other.number, other.path)
+        }
+    }
+}
+
+/// The `xdg:schema` attributes PingStorage writes: the one place they are spelled (ping-keyring
+/// uses these too).
+package enum KeychainStorageSchemas {
+    /// KeychainStorage's items.
+    package static let item = "com.pingidentity.PingStorage"
+    /// SecuredKeyEncryptor's key items.
+    package static let key = "com.pingidentity.PingStorage.SecuredKey"
+}

@@ -1,0 +1,46 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import PingStorageCrypto
+import SecretService
+import Waiting
+
+/// Where a configuration's items and keys are: the one backend seam. ``SecretServiceStore`` keeps
+/// them in the Secret Service, ``FileKeyringStore`` in a sandbox's file keyring; ``KeychainPlaces``
+/// decides which, once per process and configuration. ``KeychainItems`` (the account's item) and
+/// ``KeyVault`` (``SecuredKeyEncryptor``'s keys) work through it alone.
+///
+/// The Keychain rules are the same on both (``AccountRules``: one item per account, found whoever
+/// wrote it, the item a read takes and the one a save keeps among duplicates, the attributes and
+/// label written, nothing written when the value is already there; ``KeyVault``'s rules for keys);
+/// each store applies them with what its backend offers: change tokens and a remembered item on
+/// the Secret Service, one transaction of the file on a file keyring.
+///
+/// Every call ends by `deadline` and throws ``StorageFailure`` alone: each store translates its
+/// backend's errors once.
+protocol KeyringStore: Sendable {
+    /// The account's secret, or nil when it has no item.
+    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue?
+    /// Leaves exactly one item of the account, holding `value` (or what `holds` recognises as it).
+    /// - Returns: whether a secret was written (false: the item already held the value).
+    func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
+               by deadline: Deadline) async throws(StorageFailure) -> Bool
+    /// Removes every item of the account; none is success.
+    func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure)
+    /// The metadata of the item a read takes, found afresh; nil when there is none.
+    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretItemInfo?
+    /// That item's metadata and secret, from one look at the backend; nil when there is none.
+    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: SecretItemInfo, secret: SecretValue)?
+
+    /// A chosen key stays current while this has not moved since it was chosen; nil: choose again.
+    var currentChangeToken: ChangeToken? { get }
+    /// The oldest key (``KeyVault/precedes(_:_:)``), loaded and checked; one is created when
+    /// there is none.
+    func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice
+    /// The key item with `id`, loaded and checked; nil when there is none.
+    func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>?
+    /// ``loadKey(_:by:)`` again, after a save, as cheaply as the store can: the same answer.
+    func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>?
+}

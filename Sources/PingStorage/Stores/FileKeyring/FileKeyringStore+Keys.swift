@@ -1,0 +1,72 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import FileKeyring
+import PingStorageCrypto
+import Waiting
+
+/// SecuredKeyEncryptor's key items in a sandbox's file keyring. Finding the oldest key and
+/// creating one when there is none is one transaction of the file, so two processes never both
+/// create one.
+extension FileKeyringStore {
+    func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
+        let keyring = try await keychain.keyring(by: deadline)
+        if let oldest = Self.oldestKey(in: try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []) {
+            return Self.choice(oldest)
+        }
+        let (id, key) = try KeyVault.newKey()
+        let secret = key.withUnsafeBytes { FileKeyringSecret(copying: $0) }
+        let created = try await run { () async throws(FileKeyringError) in
+            try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> FileKeyringItem in
+                if Self.oldestKey(in: items) != nil { throw FileKeyringError.aborted("a key exists") }
+                let item = FileKeyringItem(label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key), secret: secret)
+                items.append(item)
+                return item
+            }
+        }
+        if let created { return Self.choice(created) }
+        // Another process created one since we looked: read it.
+        let items = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
+        guard let oldest = Self.oldestKey(in: items) else {
+            throw .failure(.providerError(.init(message: "The encryption key was created but cannot be found again.")))
+        }
+        return Self.choice(oldest)
+    }
+
+    func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
+        let keyring = try await keychain.keyring(by: deadline)
+        let items = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
+        guard let item = items.first(where: { $0.matches(["xdg:schema": KeyVault.schema, "key-id": id.hexString]) }) else { return nil }
+        return Self.load(item)
+    }
+
+    /// A file read is local: the same as ``loadKey(_:by:)``.
+    func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
+        try await loadKey(id, by: deadline)
+    }
+
+    private static func oldestKey(in items: [FileKeyringItem]) -> FileKeyringItem? {
+        items.compactMap { item -> (created: Date, id: KeyID, item: FileKeyringItem)? in
+            guard item.attributes["xdg:schema"] == KeyVault.schema, let hex = item.attributes["key-id"],
+                  let id = KeyID(hexString: hex) else { return nil }
+            return (Date(timeIntervalSince1970: Double(item.created)), id, item)
+        }.min { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) }?.item
+    }
+
+    private static func choice(_ item: FileKeyringItem) -> KeyVault.KeyChoice {
+        KeyVault.KeyChoice(id: KeyID(hexString: item.attributes["key-id"]!)!, key: load(item), token: nil)
+    }
+
+    private static func load(_ item: FileKeyringItem) -> Result<SymmetricKey, EncryptorError> {
+        // The key is read where the secret lies, without a copy on the heap.
+        item.secret.withUnsafeBytes { bytes in
+            guard let base = bytes.baseAddress else {
+                return KeyVault.checkedKey(Data(), checkValue: item.attributes["key-check"], id: item.attributes["key-id"] ?? "?")
+            }
+            let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
+            return KeyVault.checkedKey(data, checkValue: item.attributes["key-check"], id: item.attributes["key-id"] ?? "?")
+        }
+    }
+}

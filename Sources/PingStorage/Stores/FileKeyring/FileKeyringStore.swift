@@ -1,0 +1,158 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import FileKeyring
+import SecretService
+import Waiting
+
+/// The items and keys of a configuration in a sandbox's file keyring (``KeyringStore``): the same
+/// rules as on the Secret Service (``AccountRules``: attributes, label, adoption of Python keyring
+/// and go-keyring items, the choice among duplicates), each operation one transaction of the file
+/// (``FileKeyring/modify(by:_:)``), so that nothing another process of the app writes at the same
+/// moment is lost, and no create race can leave duplicates.
+///
+/// File errors become ``StorageFailure`` here, once (`run`).
+struct FileKeyringStore: KeyringStore {
+    /// The file, opened with the portal's secret at the first call.
+    let keychain: FileKeychain
+
+    /// Nothing like a change token: a chosen key is checked again at each save.
+    var currentChangeToken: ChangeToken? { nil }
+
+    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue? {
+        guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }
+        return SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType)
+    }
+
+    /// The newest item's metadata and secret, from one read of the file (both of one version of it).
+    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: SecretItemInfo, secret: SecretValue)? {
+        guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }
+        return (try info(stored[index], at: index),
+                SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType))
+    }
+
+    /// The newest item's metadata, with a path that names the file and the item's position in it
+    /// (`/file/NAME/N`: not a D-Bus object).
+    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretItemInfo? {
+        guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }
+        return try info(stored[index], at: index)
+    }
+
+    /// Leaves exactly one item of the account, holding `value`. Nothing is written when that is
+    /// already so, the item's secret counting as `value` when `holds` says so.
+    func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
+               by deadline: Deadline) async throws(StorageFailure) -> Bool {
+        let secret = FileKeyringSecret(copying: value.bytes)
+        let keyring = try await keychain.keyring(by: deadline)
+        let written: Void? = try await run { () async throws(FileKeyringError) in
+            try await keyring.modify(by: deadline.instant) { stored throws(FileKeyringError) in
+                guard let target = Self.chosen(in: stored, of: account, for: .toKeep) else {
+                    stored.append(FileKeyringItem(label: account.label, attributes: account.itemAttributes, secret: secret))
+                    return
+                }
+                let duplicates = stored.indices.filter { $0 != target && account.belongsToAccount(stored[$0].attributes) }
+                var item = stored[target]
+                if item.secret != secret, !Self.secret(item.secret, satisfies: holds) { item.secret = secret }
+                item.label = account.label
+                item.attributes.merge(account.itemAttributes) { $1 }
+                guard item != stored[target] || !duplicates.isEmpty else { throw FileKeyringError.aborted("unchanged") }
+                if item.label != stored[target].label || item.attributes != stored[target].attributes {
+                    Log.info("Account '\(account.account)': giving the file keyring's item \(target + 1) PingStorage's label and attributes")
+                }
+                if !duplicates.isEmpty {
+                    Log.info("Account '\(account.account)': removing \(duplicates.count) duplicate item(s) from the file keyring")
+                }
+                stored[target] = item
+                for index in duplicates.reversed() { stored.remove(at: index) }
+            }
+        }
+        return written != nil
+    }
+
+    /// Removes every item of the account; nothing to remove writes nothing.
+    func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) {
+        let keyring = try await keychain.keyring(by: deadline)
+        _ = try await run { () async throws(FileKeyringError) in
+            try await keyring.modify(by: deadline.instant) { stored throws(FileKeyringError) in
+                let before = stored.count
+                stored.removeAll { account.belongsToAccount($0.attributes) }
+                if stored.count == before { throw FileKeyringError.aborted("unchanged") }
+            }
+        }
+    }
+
+    /// Which of a file's items is the account's for `choice` (``AccountRules/chosen(_:for:age:)``,
+    /// the position in the file standing for the item number).
+    static func chosen(in stored: [FileKeyringItem], of account: AccountRules, for choice: DuplicateChoice) -> Int? {
+        account.chosen(stored.indices.filter { account.belongsToAccount(stored[$0].attributes) }, for: choice) {
+            ItemAge(stored[$0], position: $0)
+        }
+    }
+
+    /// `/file/NAME/N` for the item at `index` of the keyring at `path` (NAME: the file's name
+    /// without `.keyring`, in the characters object paths allow).
+    static func itemPath(_ path: String, _ index: Int) throws(StorageFailure) -> ItemPath {
+        let file = path.split(separator: "/").last.map(String.init) ?? "keyring"
+        let name = (file.hasSuffix(".keyring") ? String(file.dropLast(8)) : file).map { character -> Character in
+            character.isASCII && (character.isLetter || character.isNumber) ? character : "_"
+        }
+        do {
+            return try ItemPath("/file/\(name.isEmpty ? "_" : String(name))/\(index + 1)")
+        } catch {
+            throw .failure(.providerError(.init(message: "The file keyring's item \(index + 1) cannot be named.", detail: path)))
+        }
+    }
+
+    /// The file's items and the index of the one a read takes, or nil when the account has none.
+    private func newestItem(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (stored: [FileKeyringItem], index: Int)? {
+        let keyring = try await keychain.keyring(by: deadline)
+        let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
+        return Self.chosen(in: stored, of: account, for: .toRead).map { (stored, $0) }
+    }
+
+    private func info(_ item: FileKeyringItem, at index: Int) throws(StorageFailure) -> SecretItemInfo {
+        item.info(path: try Self.itemPath(keychain.path, index))
+    }
+
+    /// Whether `secret` passes `holds`, given a copy of its bytes that is wiped afterwards.
+    private static func secret(_ secret: FileKeyringSecret, satisfies holds: (Data) -> Bool) -> Bool {
+        var copy = secret.copiedData()
+        defer { copy.wipe() }
+        return holds(copy)
+    }
+
+    /// Runs a file call: the one place its errors become ``StorageFailure``. Nil when the
+    /// transaction was abandoned on purpose (there was nothing to change).
+    func run<Value>(_ body: () async throws(FileKeyringError) -> Value) async throws(StorageFailure) -> Value? {
+        do {
+            return try await body()
+        } catch where error.code == .aborted {
+            return nil
+        } catch {
+            throw StorageFailure(error)
+        }
+    }
+}
+
+extension ItemAge {
+    init(_ item: FileKeyringItem, position: Int) {
+        self.init(modified: Date(timeIntervalSince1970: Double(item.modified)),
+                  created: Date(timeIntervalSince1970: Double(item.created)), number: position, path: "")
+    }
+}
+
+extension FileKeyringItem {
+    /// The item's metadata, under `path`.
+    func info(path: ItemPath) -> SecretItemInfo {
+        SecretItemInfo(path: path, label: label, attributes: attributes,
+                       created: Date(timeIntervalSince1970: Double(created)),
+                       modified: Date(timeIntervalSince1970: Double(modified)), isLocked: false)
+    }
+}
+
+extension FileKeyringSecret {
+    /// The bytes, as Data for the layers above (which wipe it once used).
+    func copiedData() -> Data { withUnsafeBytes { Data($0) } }
+}

@@ -1,0 +1,144 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Locking
+import PingStorageCrypto
+import SecretService
+import Waiting
+
+/// The items and keys of a configuration in the Secret Service (``KeyringStore``): the account's
+/// item found whoever wrote it (Python keyring and go-keyring items included), replaced in place,
+/// duplicates collapsed, nothing written on a read (``AccountRules``). Unlocking, lock states and
+/// provider quirks are the client's (``SecretServiceClient``); what this store learns from it is
+/// the change token each call returns, which lets it use a remembered item without a search.
+///
+/// Secret Service errors become ``StorageFailure`` here, once (`run`).
+struct SecretServiceStore: KeyringStore {
+    let calls: any SecretServiceCalls
+    /// Where SecuredKeyEncryptor's key items are (items of an account name their own, ``AccountRules``).
+    let keyCollection: CollectionReference
+    /// Each key item loaded: where, its `key-check`, and the change token when it was found.
+    let knownKeys = Locked<[KeyID: (path: ItemPath, checkValue: String?, token: ChangeToken)]>([:])
+
+    init(calls: any SecretServiceCalls, keyCollection: CollectionReference) {
+        self.calls = calls
+        self.keyCollection = keyCollection
+    }
+
+    /// The store on `configuration`'s bus, through the process's one connection there.
+    static func shared(for configuration: KeychainConfiguration) -> SecretServiceStore {
+        SecretServiceStore(calls: ClientCalls.shared(for: configuration), keyCollection: configuration.collection)
+    }
+
+    var currentChangeToken: ChangeToken? { calls.currentChangeToken }
+
+    /// The account's secret. The remembered item (found before, and nothing created or deleted
+    /// since) is read with one GetSecret; if the answer's token shows a change meanwhile, the
+    /// account is searched again.
+    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue? {
+        let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        return try await run { () async throws(SecretServiceError) in
+            if let known = items.rememberedItem(), let value = try await items.readRemembered(known) {
+                return value
+            }
+            return try await items.retryingVanishedItem { () async throws(SecretServiceError) in
+                let found = try await items.accountItems()
+                guard !found.paths.isEmpty else {
+                    items.forget()
+                    return nil
+                }
+                let (target, read) = try await items.chosenWithSecret(found, for: .toRead)
+                items.remember(target, found: found, answeredAt: read.changeToken)
+                return read.value
+            }
+        }
+    }
+
+    /// Stores `value` with one write at most: the existing item's secret is replaced in place, and
+    /// not written at all when it already holds what `holds` recognises.
+    func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
+               by deadline: Deadline) async throws(StorageFailure) -> Bool {
+        let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        return try await run { () async throws(SecretServiceError) in
+            if let known = items.rememberedItem(), known.isComplete, let wrote = try await items.writeRemembered(known, value, holds) {
+                return wrote
+            }
+            return try await items.retryingVanishedItem { () async throws(SecretServiceError) -> Bool in
+                let found = try await items.accountItems()
+                guard !found.paths.isEmpty else {
+                    try await items.create(value, searchedAt: found.token)
+                    return true
+                }
+                var (target, current) = try await items.chosenWithSecret(found, for: .toKeep)
+                defer { current.value.bytes.wipe() }
+                let wrote = !holds(current.value.bytes)
+                if wrote {
+                    _ = try await items.calls.setSecret(value, of: target.path)
+                }
+                if !items.isComplete(target) {
+                    Log.info("Account '\(account.account)': giving the item \(target.path) PingStorage's label and attributes "
+                        + "(written by another tool: \(target.label))")
+                    try await items.complete(target)
+                }
+                for duplicate in found.paths where duplicate != target.path {
+                    Log.info("Account '\(account.account)': removing the duplicate item \(duplicate) (keeping \(target.path))")
+                    _ = try await items.calls.deleteItem(duplicate)
+                }
+                var completed = target
+                completed.label = account.label
+                completed.attributes = target.attributes.merging(account.itemAttributes) { $1 }
+                items.remember(completed, found: found, answeredAt: current.changeToken)
+                return wrote
+            }
+        }
+    }
+
+    /// Deletes every item of the account.
+    func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) {
+        let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        try await run { () async throws(SecretServiceError) in
+            // The remembered item was the account's only one, and nothing was created since:
+            // delete it without searching (deleting an item that is already gone succeeds).
+            if let known = items.rememberedItem() {
+                items.forget()
+                _ = try await items.calls.deleteItem(known.path)
+                return
+            }
+            items.forget()
+            for path in try await items.accountItems().paths { _ = try await items.calls.deleteItem(path) }
+        }
+    }
+
+    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretItemInfo? {
+        let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        return try await run { () async throws(SecretServiceError) in
+            let found = try await items.accountItems()
+            return found.paths.isEmpty ? nil : try await items.chosen(found, for: .toRead)
+        }
+    }
+
+    /// The metadata and the secret are asked for at once (one round trip, as ``read(_:by:)``),
+    /// where ``info(_:by:)`` then a read would take two.
+    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: SecretItemInfo, secret: SecretValue)? {
+        let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        return try await run { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
+            try await items.retryingVanishedItem { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
+                let found = try await items.accountItems()
+                guard !found.paths.isEmpty else { return nil }
+                let (target, read) = try await items.chosenWithSecret(found, for: .toRead)
+                return (target, read.value)
+            }
+        }
+    }
+
+    /// Runs Secret Service calls: the one place their errors become ``StorageFailure``.
+    func run<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws(StorageFailure) -> Value {
+        do {
+            return try await body()
+        } catch {
+            throw StorageFailure(error)
+        }
+    }
+}
