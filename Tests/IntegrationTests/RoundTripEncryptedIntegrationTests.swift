@@ -17,10 +17,15 @@ extension Integration.RoundTrips {
         // Connected, the session negotiated, a key in the collection and chosen.
         try await KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration).save(item: "key")
         _ = try await ClientCalls.shared(for: configuration).client.provider()
-        try await storage.save(item: "one")
-        try await storage.save(item: "two")   // the first save after a creation chooses the key again
+        #expect(try await storage.get() == nil)  // the collection's lock state known again after that creation
         _ = calls()
 
+        try await storage.save(item: "one")
+        #expect(calls().sorted() == ["CreateItem", "GetSecret", "SearchItems", "SearchItems"],
+                "save of a new account: both searches at once, CreateItem, the key item's secret: 3 round trips (our own new item does not make the key be chosen again)")
+        try await storage.save(item: "two")
+        #expect(calls() == ["GetSecret"] + lockCheck + ["SetSecret", "GetSecret"],
+                "the next save: the key still chosen, 3 round trips")
         #expect(try await storage.get() == "two")
         #expect(calls() == ["GetSecret"], "get of the remembered item: 1 round trip")
         try await storage.save(item: "three")

@@ -44,6 +44,27 @@ struct KeyVaultTests {
         #expect(try await storage(fake, fresh).get() == Note(text: "second"), "a fresh process reads what was saved")
     }
 
+    /// The same, when the save after the rewrite finds everything remembered (the account's item
+    /// and the key item, nothing created since): the key-check known from before no longer
+    /// matches the rewritten bytes, so the key item is read afresh, bytes and key-check, and the
+    /// save is sealed again with the new key instead of failing.
+    @Test func aKeyRewrittenWithItsCheckValueIsPickedUpWhenEverythingIsRemembered() async throws {
+        let fake = FakeSecretService()
+        let running = KeyVault(backend: fake, collection: .default)
+        try await storage(fake, running).save(item: Note(text: "first"))
+        try await storage(fake, running).save(item: Note(text: "remembered"))
+        let (path, _) = try keyItem(fake)
+        let replacement = try SymmetricKey.generate()
+        fake.state.withLock { state in
+            state.items[path]!.secret = SecretValue(bytes: replacement.exportData(), contentType: "application/octet-stream")
+            state.items[path]!.attributes["key-check"] = replacement.checkValue
+        }
+        try await storage(fake, running).save(item: Note(text: "second"))
+
+        let fresh = KeyVault(backend: fake, collection: .default)
+        #expect(try await storage(fake, fresh).get() == Note(text: "second"), "a fresh process reads what was saved")
+    }
+
     /// Bytes that do not match the key-check kept with them are never used: a wrong key would
     /// seal data no one can open, or open nothing.
     @Test func keyBytesThatDoNotMatchTheirCheckValueAreRefused() async throws {

@@ -15,9 +15,11 @@ import Waiting
 ///
 /// - **Which key seals new data:** the oldest key item in the collection (by creation time, then
 ///   id). A process that finds none creates one under a fresh random id (concurrent creators never
-///   overwrite each other) and then takes the oldest it sees. Whenever the change token moved
-///   (an item was created or deleted, a collection changed), the choice is made again, so every
-///   process settles on the same key at its first encryption after it saw the others' keys.
+///   overwrite each other) and then takes the oldest it sees. Whenever the store cannot
+///   tell that the key items are as they were (``KeyringStore/keysUnchanged(since:)``: on the Secret
+///   Service, the change token moved for anything but this process's own new account items), the
+///   choice is made again, so every process settles on the same key at its first encryption after
+///   it saw the others' keys.
 ///   Items sealed with another key stay readable: every envelope names its key, and no key is
 ///   ever replaced or deleted by this library.
 /// - **A key rewritten under the same id** (a restore, another tool): every key loaded is checked
@@ -75,12 +77,11 @@ actor KeyVault {
     }
 
     /// The key new data is sealed with, chosen (or created) on first use and again whenever the
-    /// change token moved.
+    /// key items may have changed.
     /// - Throws: ``KeychainError`` when the keyring cannot be used, ``EncryptorError/Reason/unsupportedFormat(_:)``
     ///   when the oldest key item does not hold a key matching its `key-check`.
     func currentKey() async throws -> (KeyID, SymmetricKey) {
-        if let current, let key = keys[current.id], let chosenAt = current.token,
-           let now = store?.currentChangeToken, now.isUnchanged(since: chosenAt) {
+        if let current, let key = keys[current.id], store?.keysUnchanged(since: current.token) == true {
             return (current.id, key)
         }
         let deadline = Deadline(timeout: timeout)

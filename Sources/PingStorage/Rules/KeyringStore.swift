@@ -34,8 +34,9 @@ protocol KeyringStore: Sendable {
     /// That item's metadata and secret, from one look at the backend; nil when there is none.
     func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: SecretItemInfo, secret: SecretValue)?
 
-    /// A chosen key stays current while this has not moved since it was chosen; nil: choose again.
-    var currentChangeToken: ChangeToken? { get }
+    /// Whether the key items are as they were when the store answered with `token` (a
+    /// ``KeyVault/KeyChoice``'s): then a chosen key stays current. False when the store cannot tell.
+    func keysUnchanged(since token: ChangeToken?) -> Bool
     /// The oldest key (``KeyVault/precedes(_:_:)``), loaded and checked; one is created when
     /// there is none.
     func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice

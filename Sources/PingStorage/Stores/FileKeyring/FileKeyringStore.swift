@@ -18,8 +18,8 @@ struct FileKeyringStore: KeyringStore {
     /// The file, opened with the portal's secret at the first call.
     let keychain: FileKeychain
 
-    /// Nothing like a change token: a chosen key is checked again at each save.
-    var currentChangeToken: ChangeToken? { nil }
+    /// Nothing like a change token: a chosen key is read again at each save (a local file read).
+    func keysUnchanged(since token: ChangeToken?) -> Bool { false }
 
     func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue? {
         guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }

@@ -118,6 +118,7 @@ struct FoundItems: Sendable {
         // one. A process creating the account after us sees our ItemCreated, and collapses the two.
         if let searchToken, created.changeToken.changes(since: searchToken) == 1 {
             calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken, isComplete: true)
+            calls.rememberedItems.recordOwnItemCreation(from: searchToken, to: created.changeToken)
             return
         }
         let found = try await accountItems()

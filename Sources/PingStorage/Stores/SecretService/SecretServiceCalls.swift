@@ -82,8 +82,9 @@ package struct ClientCalls: SecretServiceCalls {
     }
 }
 
-/// Which item path holds each account, and the change token when that was known: valid exactly
-/// while the token has not moved.
+/// What one connection's calls have taught: which item path holds each account, with the change
+/// token when that was known (valid exactly while the token has not moved), and which changes
+/// were this connection's own creations of account items.
 final class RememberedItems: Sendable {
     struct Entry: Sendable {
         var path: ItemPath
@@ -92,10 +93,36 @@ final class RememberedItems: Sendable {
         var isComplete: Bool
     }
     private let entries = Locked<[String: Entry]>([:])
+    /// Token before → token after, for each creation of an account item that was the only change
+    /// at its moment (see `recordOwnItemCreation`).
+    private let ownItemCreations = Locked<[ChangeToken: ChangeToken]>([:])
 
     subscript(key: String) -> Entry? {
         get { entries.withLock { $0[key] } }
         set { entries.withLock { $0[key] = newValue } }
     }
-}
 
+    /// Records that the one change between `before` and `after` was an account item this
+    /// connection created (its CreateItem answered at `after`, one change after `before`).
+    func recordOwnItemCreation(from before: ChangeToken, to after: ChangeToken) {
+        guard after.changes(since: before) == 1 else { return }
+        ownItemCreations.withLock { creations in
+            if creations.count >= 256 { creations.removeAll() }  // bounded: an old entry only saves a search
+            creations[before] = after
+        }
+    }
+
+    /// Whether nothing but this connection's own account items was created between `earlier` and
+    /// `now`: then no key item appeared or vanished, and a key chosen or found at `earlier` still
+    /// stands (an account item is never a key item).
+    func onlyOwnItemsCreated(since earlier: ChangeToken, now: ChangeToken) -> Bool {
+        ownItemCreations.withLock { creations in
+            var token = earlier
+            while !now.isUnchanged(since: token) {
+                guard let next = creations[token] else { return false }
+                token = next
+            }
+            return true
+        }
+    }
+}

@@ -42,16 +42,20 @@ extension SecretServiceStore {
         }
     }
 
-    /// While nothing was created or deleted since the key item was found, it is still the one with
-    /// `id` (a rewrite in place does not move the token): its secret is read at once, one round trip
-    /// where a search, its properties and its secret take three. Otherwise, ``loadKey(_:by:)``.
+    /// While nothing but our own account items was created since the key item was found
+    /// (``keysUnchanged(since:)``), it is still the one with `id` (a rewrite in place does not move
+    /// the token): its secret is read at once, one round trip where a search, its properties and its
+    /// secret take three. Otherwise, ``loadKey(_:by:)``.
     func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
-        if let item = knownKeys.withLock({ $0[id] }), let now = calls.currentChangeToken, now.isUnchanged(since: item.token) {
+        if let item = knownKeys.withLock({ $0[id] }), keysUnchanged(since: item.token) {
             let calls = self.calls.ending(by: deadline)
             do {
                 var bytes = try await calls.secret(of: item.path).value.bytes
                 defer { bytes.wipe() }
-                return KeyVault.checkedKey(bytes, checkValue: item.checkValue, id: id.hexString)
+                let checked = KeyVault.checkedKey(bytes, checkValue: item.checkValue, id: id.hexString)
+                // Bytes that fail the key-check known from before may come with a new key-check (a
+                // restore rewrites both, and a rewrite does not move the token): read both afresh.
+                if case .success = checked { return checked }
             } catch where error.code == .itemNotFound {
                 // Deleted since: the search below says so.
             } catch {
@@ -59,6 +63,13 @@ extension SecretServiceStore {
             }
         }
         return try await loadKey(id, by: deadline)
+    }
+
+    /// Whether the key items are as they were at `token`: nothing changed since, or only account
+    /// items this connection created (a save of a new account must not cost a key search).
+    func keysUnchanged(since token: ChangeToken?) -> Bool {
+        guard let token, let now = calls.currentChangeToken else { return false }
+        return calls.rememberedItems.onlyOwnItemsCreated(since: token, now: now)
     }
 
     private func oldestKey(_ calls: any SecretServiceCalls) async throws(SecretServiceError) -> KeyVault.KeyChoice? {

@@ -32,8 +32,6 @@ struct SecretServiceStore: KeyringStore {
         SecretServiceStore(calls: ClientCalls.shared(for: configuration), keyCollection: configuration.collection)
     }
 
-    var currentChangeToken: ChangeToken? { calls.currentChangeToken }
-
     /// The account's secret. The remembered item (found before, and nothing created or deleted
     /// since) is read with one GetSecret; if the answer's token shows a change meanwhile, the
     /// account is searched again.
