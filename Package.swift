@@ -21,30 +21,36 @@ let package = Package(
             pkgConfig: "gio-unix-2.0",
             providers: [.apt(["libglib2.0-dev"])]
         ),
-        // libgcrypt (Debian: libgcrypt20-dev), the one process-wide initialisation of it that
-        // SecretService and PingStorageCrypto both use, and the Secret Service's transport encryption.
+        // libgcrypt (Debian: libgcrypt20-dev): the one process-wide initialisation of it, the
+        // Secret Service's session crypto, and the C calls Swift cannot make (variadic ones).
+        // Imported by Gcrypt only.
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
         // The package's one lock type.
         .target(name: "Locking"),
+        // The one Swift layer over CGcrypt (whether libgcrypt is usable, the one AES key type,
+        // hashes, HMAC, PBKDF2, random bytes, the session key exchange) and the one secret-memory
+        // policy (SecretBytes: locked, left out of core dumps, wiped; a non-dumpable process).
+        // PingStorageCrypto, FileKeyring and SecretService all build on it.
+        .target(name: "Gcrypt", dependencies: ["CGcrypt", "Locking"]),
         // The package's async toolkit: one waiter (OneShot), deadlines kept by one timer per
         // executor, shared work and remembered reads. Where waits end is given by its user: the
         // GLib loop thread for SecretService, a light queue for the rest. No D-Bus, no Ping names.
         .target(name: "Waiting", dependencies: ["Locking"]),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
-        .target(name: "PingStorageCrypto", dependencies: ["CGcrypt", "Locking"]),
+        .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
-        .target(name: "SecretService", dependencies: ["CGLib", "CGcrypt", "Locking", "Waiting"]),
+        .target(name: "SecretService", dependencies: ["CGLib", "Gcrypt", "Locking", "Waiting"]),
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger", dependencies: ["Locking"]),
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Locking", "Waiting", "PingLogger"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // The command-line tool: a small library of testable pieces and a thin executable.
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
         // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.
-        .target(name: "FileKeyring", dependencies: ["CGcrypt", "Locking"], exclude: ["FORMAT.md"]),
+        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking"], exclude: ["FORMAT.md"]),
         // Test support, in TestSupport/: the second processes the tests start, and the README's
         // snippet generator. Not part of the library or its programs.
         // keychain-probe: KeychainStorage as an app uses it (interop, two writers, no bus, threads).
@@ -70,12 +76,13 @@ let package = Package(
         // readme-snippets: generates Tests/ReadmeSnippetTests/ReadmeSnippets.swift from README.md.
         .executableTarget(name: "readme-snippets", path: "TestSupport/readme-snippets"),
 
-        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "Waiting"]),
+        .testTarget(name: "GcryptTests", dependencies: ["Gcrypt"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "Gcrypt", "Waiting"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking", "Waiting", "keychain-probe"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger", "log-probe"]),
-        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "CGLib", "file-keyring-probe"]),
+        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "Gcrypt", "CGLib", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "FileKeyring", "CGLib", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]

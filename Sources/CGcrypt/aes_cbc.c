@@ -6,28 +6,11 @@
 
 enum { block_bytes = 16 };
 
-struct cgcrypt_aes_key {
-    unsigned char bytes[CGCRYPT_AES_KEY_BYTES];
-};
-
-cgcrypt_aes_key *cgcrypt_aes_key_new(const unsigned char *bytes, size_t length) {
-    if (length != CGCRYPT_AES_KEY_BYTES) return NULL;
-    cgcrypt_aes_key *key = gcry_calloc_secure(1, sizeof *key);
-    if (key != NULL) memcpy(key->bytes, bytes, CGCRYPT_AES_KEY_BYTES);
-    return key;
-}
-
-void cgcrypt_aes_key_free(cgcrypt_aes_key *key) {
-    if (key == NULL) return;
-    explicit_bzero(key->bytes, sizeof key->bytes);
-    gcry_free(key);
-}
-
 /// A fresh AES-128-CBC handle keyed with `key` and `iv`, or NULL.
-static gcry_cipher_hd_t cipher(const cgcrypt_aes_key *key, const unsigned char *iv) {
+static gcry_cipher_hd_t cipher(const unsigned char key[CGCRYPT_AES_KEY_BYTES], const unsigned char *iv) {
     gcry_cipher_hd_t handle = NULL;
     if (gcry_cipher_open(&handle, GCRY_CIPHER_AES128, GCRY_CIPHER_MODE_CBC, GCRY_CIPHER_SECURE) != 0) return NULL;
-    if (gcry_cipher_setkey(handle, key->bytes, sizeof key->bytes) != 0
+    if (gcry_cipher_setkey(handle, key, CGCRYPT_AES_KEY_BYTES) != 0
         || gcry_cipher_setiv(handle, iv, CGCRYPT_CBC_IV_BYTES) != 0) {
         gcry_cipher_close(handle);
         return NULL;
@@ -39,7 +22,7 @@ size_t cgcrypt_cbc_padded_length(size_t plaintext_length) {
     return plaintext_length + block_bytes - plaintext_length % block_bytes;
 }
 
-int cgcrypt_cbc_encrypt(const cgcrypt_aes_key *key, const unsigned char *plaintext, size_t length,
+int cgcrypt_cbc_encrypt(const unsigned char key[CGCRYPT_AES_KEY_BYTES], const unsigned char *plaintext, size_t length,
                         unsigned char iv[CGCRYPT_CBC_IV_BYTES], unsigned char *out) {
     size_t padded = cgcrypt_cbc_padded_length(length);
     unsigned char pad = (unsigned char)(padded - length);
@@ -54,7 +37,7 @@ int cgcrypt_cbc_encrypt(const cgcrypt_aes_key *key, const unsigned char *plainte
     return ok;
 }
 
-long cgcrypt_cbc_decrypt(const cgcrypt_aes_key *key, const unsigned char *iv, size_t iv_length,
+long cgcrypt_cbc_decrypt(const unsigned char key[CGCRYPT_AES_KEY_BYTES], const unsigned char *iv, size_t iv_length,
                          const unsigned char *ciphertext, size_t length, unsigned char *out) {
     if (iv_length != CGCRYPT_CBC_IV_BYTES || length == 0 || length % block_bytes != 0) return CGCRYPT_CBC_MALFORMED;
     gcry_cipher_hd_t handle = cipher(key, iv);

@@ -116,8 +116,8 @@ done:
 }
 
 cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned char *peer_key, size_t peer_length,
-                                    cgcrypt_aes_key **key) {
-    *key = NULL;
+                                    unsigned char key[CGCRYPT_AES_KEY_BYTES]) {
+    memset(key, 0, CGCRYPT_AES_KEY_BYTES);
     // Any length: KWallet sends 127 to 129 bytes (a sign byte, or a leading zero dropped). The
     // value is checked below; the bound only keeps a hostile answer from costing a huge number.
     if (peer_length == 0 || peer_length > 4 * CGCRYPT_DH_KEY_BYTES) return CGCRYPT_DH_PEER_INVALID;
@@ -125,8 +125,6 @@ cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned 
     gcry_mpi_t p = prime();
     gcry_mpi_t peer = NULL, limit = NULL, shared = NULL;
     unsigned char shared_bytes[CGCRYPT_DH_KEY_BYTES];
-    unsigned char key_bytes[CGCRYPT_AES_KEY_BYTES];
-    cgcrypt_aes_key *derived = NULL;
     if (p == NULL || gcry_mpi_scan(&peer, GCRYMPI_FMT_USG, peer_key, peer_length, NULL) != 0) goto done;
     // 1 < peer < p - 1: 0, 1 and p - 1 would make the shared secret 0, 1 or ±1, known to anyone.
     limit = gcry_mpi_new(1024);
@@ -145,14 +143,10 @@ cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned 
         status = CGCRYPT_DH_SECRET_AMBIGUOUS;
         goto done;
     }
-    if (!hkdf_sha256(shared_bytes, sizeof shared_bytes, key_bytes)) goto done;
-    derived = cgcrypt_aes_key_new(key_bytes, sizeof key_bytes);
-    if (derived == NULL) goto done;
-    *key = derived;
+    if (!hkdf_sha256(shared_bytes, sizeof shared_bytes, key)) goto done;
     status = CGCRYPT_DH_DERIVED;
 done:
     explicit_bzero(shared_bytes, sizeof shared_bytes);
-    explicit_bzero(key_bytes, sizeof key_bytes);
     gcry_mpi_release(shared);
     gcry_mpi_release(limit);
     gcry_mpi_release(peer);

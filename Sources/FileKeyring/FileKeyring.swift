@@ -1,3 +1,4 @@
+internal import Gcrypt
 import Locking
 
 /// A file keyring in libsecret's and oo7's format (`$XDG_DATA_HOME/keyrings/default.keyring`
@@ -28,10 +29,11 @@ public final class FileKeyring: Sendable {
     /// How long ``modify(_:)`` waits for another writer before it throws ``FileKeyringError/Code/lockTimeout``.
     public let lockTimeout: Duration
 
-    private let masterSecret: FileKeyringSecret
+    /// In secret memory, as every secret of this module (FileKeyringSecret).
+    let masterSecret: FileKeyringSecret
     /// The key for the salt and iteration count last seen (they change only when a new file is
     /// created), so PBKDF2 runs once rather than on every call.
-    private let cachedKey = Locked<KeyringKey?>(nil)
+    let cachedKey = Locked<KeyringKey?>(nil)
 
     /// Opens the keyring at `path` with `masterSecret` (in a Flatpak: the 64 bytes the Secret
     /// portal's `RetrieveSecret` returns; with libsecret's test hook: the bytes of
@@ -39,7 +41,11 @@ public final class FileKeyring: Sendable {
     ///
     /// Throws ``FileKeyringError/Code/cryptoFailure`` when libgcrypt cannot be initialised.
     public init(path: String, masterSecret: FileKeyringSecret, lockTimeout: Duration = .seconds(10)) throws(FileKeyringError) {
-        try Gcrypt.initialize()
+        do throws(GcryptError) {
+            try Libgcrypt.requireAvailable(to: "open the file keyring")
+        } catch {
+            throw FileKeyringError(gcrypt: error)
+        }
         self.path = path
         lockPath = path + ".lock"
         self.masterSecret = masterSecret

@@ -5,8 +5,10 @@
 //
 // Why not GLib's GVariant: the item plaintext holds the secret, and GLib copies serialized data
 // into g_malloc'd buffers it frees without wiping; here every byte of a serialized item is written
-// straight into a `SecureBuffer`. Decoding checks every offset and fails on anything malformed,
+// straight into secret memory (`SecretBytes`). Decoding checks every offset and fails on anything malformed,
 // where GLib substitutes default values (and libsecret even loads the file as trusted data).
+
+internal import Gcrypt
 
 /// The shape of a GVariant type that serialization needs: its alignment and, for fixed-size
 /// types, its size.
@@ -29,7 +31,7 @@ indirect enum GVariantValue {
     /// `ay` of public bytes.
     case bytes([UInt8])
     /// `ay` whose bytes are secret: copied buffer to buffer.
-    case secretBytes(SecureBuffer)
+    case secretBytes(SecretBytes)
     /// `aT` where `element` is the layout of `T` (needed for empty arrays).
     case array(element: GVariantLayout, [GVariantValue])
     /// `(…)` or `{kv}`.
@@ -77,27 +79,25 @@ indirect enum GVariantValue {
     }
 
     /// Serializes into a new zeroed buffer of exactly `serializedSize` bytes.
-    func serialized() -> SecureBuffer {
-        let buffer = SecureBuffer(count: serializedSize)
-        write(into: buffer, at: 0)
-        return buffer
+    func serialized() -> SecretBytes {
+        SecretBytes(count: serializedSize) { (buffer: inout SecretBytes.Writer) in write(into: &buffer, at: 0) }
     }
 
     /// Writes the value at `start`; the buffer's bytes there are zero (padding stays zero).
-    func write(into buffer: SecureBuffer, at start: Int) {
+    func write(into buffer: inout SecretBytes.Writer, at start: Int) {
         switch self {
         case .uint32(let value): buffer.write(littleEndian(UInt64(value), 4), at: start)
         case .uint64(let value): buffer.write(littleEndian(value, 8), at: start)
         case .string(let string): buffer.write(string.utf8, at: start)  // the NUL is already there
         case .bytes(let bytes): buffer.write(bytes, at: start)
-        case .secretBytes(let bytes): buffer.write(bytes, range: 0..<bytes.count, at: start)
+        case .secretBytes(let bytes): buffer.write(bytes, at: start)
         case .array(let element, let items):
             let size = serializedSize
             var position = 0
             var ends: [Int] = []
             for item in items {
                 position = align(position, element.alignment)
-                item.write(into: buffer, at: start + position)
+                item.write(into: &buffer, at: start + position)
                 position += item.serializedSize
                 ends.append(position)
             }
@@ -112,7 +112,7 @@ indirect enum GVariantValue {
             var position = 0
             for (index, member) in members.enumerated() {
                 position = align(position, member.layout.alignment)
-                member.write(into: buffer, at: start + position)
+                member.write(into: &buffer, at: start + position)
                 position += member.serializedSize
                 if member.layout.fixedSize == nil && index != members.count - 1 {
                     tableStart -= width
@@ -209,7 +209,7 @@ enum GVariantReader {
         return string
     }
 
-    /// The bytes of an `ay` (public data only: secrets go to `SecureBuffer.slice`).
+    /// The bytes of an `ay` (public data only: secrets go to `SecretBytes.slice`).
     static func bytes(_ data: Span<UInt8>, _ range: Range<Int>) -> [UInt8] {
         range.map { data[$0] }
     }

@@ -1,3 +1,5 @@
+internal import Gcrypt
+
 // The file layout (FORMAT.md): header, version, the `(uayutua(a{say}ay))` body with encrypted
 // records, and the `(a{ss}sttay)` plaintext of one item. Encoding and decoding only; no I/O and
 // no cryptography here.
@@ -41,7 +43,7 @@ struct KeyringFile {
     /// A new, empty keyring with a fresh salt and libsecret's defaults.
     static func new() -> KeyringFile {
         KeyringFile(
-            salt: Gcrypt.randomBytes(defaultSaltSize), iterations: defaultIterations,
+            salt: Random.bytes(defaultSaltSize), iterations: defaultIterations,
             modified: FileKeyringItem.now(), usageCount: 0, records: [])
     }
 
@@ -131,7 +133,7 @@ enum ItemPlaintext {
     private static let pair: [GVariantLayout] = [.variable, .variable]
 
     /// Serializes `item` straight into a secure buffer. Attributes are written sorted by name.
-    static func serialize(_ item: FileKeyringItem) -> SecureBuffer {
+    static func serialize(_ item: FileKeyringItem) -> SecretBytes {
         let attributes = item.attributes.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         return GVariantValue.tuple([
             .array(element: .variable, attributes.map { .tuple([.string($0.key), .string($0.value)]) }),
@@ -140,7 +142,7 @@ enum ItemPlaintext {
     }
 
     /// Decodes a decrypted item. The secret is copied into its own secure buffer.
-    static func deserialize(_ plaintext: SecureBuffer) throws(MalformedGVariant) -> FileKeyringItem {
+    static func deserialize(_ plaintext: SecretBytes) throws(MalformedGVariant) -> FileKeyringItem {
         try plaintext.withSpan { data throws(MalformedGVariant) in
             let parts = try GVariantReader.tuple(data, 0..<data.count, members)
             var attributes: [String: String] = [:]

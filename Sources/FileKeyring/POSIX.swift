@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+internal import Gcrypt
 
 // The thin layer over the system calls this module makes: whole-file reads, atomic replacement,
 // directory creation and `flock`. Every failure becomes a `FileKeyringError` with the errno.
@@ -45,7 +46,7 @@ enum POSIX {
         var temporary = ""
         var fd: Int32 = -1
         while fd < 0 {
-            let suffix = Gcrypt.randomBytes(6).map { String($0, radix: 16) }.joined()
+            let suffix = Random.bytes(6).map { String($0, radix: 16) }.joined()
             temporary = "\(directory)/.\(name).\(suffix).tmp"
             fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             if fd < 0 && errno != EEXIST && errno != EINTR {

@@ -3,8 +3,10 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+package import Gcrypt
 
-/// AES-256-GCM with a 96-bit nonce and a 128-bit tag, over libgcrypt.
+/// AES-256-GCM with a 96-bit nonce and a 128-bit tag, over the package's one AES key type
+/// (the Gcrypt module's `AESKey`).
 ///
 /// Package-level: ``Envelope`` is the public way to encrypt. The `Data` entry points take an
 /// explicit nonce so known-answer tests can check the cipher against published vectors; production
@@ -21,7 +23,7 @@ package enum AESGCM {
     /// Fails with ``EnvelopeError/cryptoUnavailable`` unless ``CryptoLibrary/isAvailable`` (which
     /// initialises libgcrypt on first use).
     package static func seal(
-        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        key: AESKey, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         plaintext: UnsafeRawBufferPointer,
         ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) -> Result<Void, EnvelopeError> {
@@ -32,18 +34,17 @@ package enum AESGCM {
     /// ``seal(key:nonce:aad:plaintext:ciphertext:tag:)`` for callers that know libgcrypt is
     /// initialised: the library's own self-test, which runs inside that initialisation.
     private static func sealInitialized(
-        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        key: AESKey, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         plaintext: UnsafeRawBufferPointer,
         ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) -> Result<Void, EnvelopeError> {
-        precondition(key.count == SymmetricKey.byteCount && nonce.count == nonceByteCount)
+        precondition(key.bytes.count == SymmetricKey.byteCount && nonce.count == nonceByteCount)
         precondition(tag.count == tagByteCount && ciphertext.count == plaintext.count)
-        return Gcrypt.withAES256GCM { handle in
-            Gcrypt.cipherSetKey(handle, key)
-                .flatMap { Gcrypt.cipherSetIV(handle, nonce) }
-                .flatMap { Gcrypt.cipherAuthenticate(handle, aad) }
-                .flatMap { Gcrypt.cipherEncrypt(handle, into: ciphertext, from: plaintext) }
-                .flatMap { Gcrypt.cipherGetTag(handle, into: tag) }
+        do throws(GcryptError) {
+            try key.gcmSeal(nonce: nonce, aad: aad, plaintext: plaintext, ciphertext: ciphertext, tag: tag)
+            return .success(())
+        } catch {
+            return .failure(EnvelopeError(gcrypt: error))
         }
     }
 
@@ -51,7 +52,7 @@ package enum AESGCM {
     /// `plaintext` has been zeroed: unauthenticated plaintext never survives. Fails with
     /// ``EnvelopeError/cryptoUnavailable`` unless ``CryptoLibrary/isAvailable``.
     package static func open(
-        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        key: AESKey, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         plaintext: UnsafeMutableRawBufferPointer
     ) -> Result<Void, EnvelopeError> {
@@ -64,21 +65,19 @@ package enum AESGCM {
 
     /// ``open(key:nonce:aad:ciphertext:tag:plaintext:)`` for the self-test (see ``sealInitialized``).
     private static func openInitialized(
-        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
+        key: AESKey, nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer,
         ciphertext: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer,
         plaintext: UnsafeMutableRawBufferPointer
     ) -> Result<Void, EnvelopeError> {
-        precondition(key.count == SymmetricKey.byteCount && nonce.count == nonceByteCount)
+        precondition(key.bytes.count == SymmetricKey.byteCount && nonce.count == nonceByteCount)
         precondition(tag.count == tagByteCount && ciphertext.count == plaintext.count)
-        let result = Gcrypt.withAES256GCM { handle in
-            Gcrypt.cipherSetKey(handle, key)
-                .flatMap { Gcrypt.cipherSetIV(handle, nonce) }
-                .flatMap { Gcrypt.cipherAuthenticate(handle, aad) }
-                .flatMap { Gcrypt.cipherDecrypt(handle, into: plaintext, from: ciphertext) }
-                .flatMap { Gcrypt.cipherCheckTag(handle, tag) }
+        do throws(GcryptError) {
+            // gcmOpen wipes `plaintext` itself when it fails.
+            try key.gcmOpen(nonce: nonce, aad: aad, ciphertext: ciphertext, tag: tag, plaintext: plaintext)
+            return .success(())
+        } catch {
+            return .failure(EnvelopeError(gcrypt: error))
         }
-        if case .failure = result { zeroize(plaintext) }
-        return result
     }
 
     // MARK: Data entry points for tests
@@ -94,16 +93,14 @@ package enum AESGCM {
         precondition(nonce.count == nonceByteCount, "AES-GCM nonces here are 96 bits")
         var ciphertext = Data(count: plaintext.count)
         var tag = Data(count: tagByteCount)
-        let result = key.withUnsafeBytes { keyBytes in
-            nonce.withUnsafeBytes { nonceBytes in
-                associatedData.withUnsafeBytes { aadBytes in
-                    plaintext.withUnsafeBytes { plaintextBytes in
-                        ciphertext.withUnsafeMutableBytes { ciphertextBytes in
-                            tag.withUnsafeMutableBytes { tagBytes in
-                                seal(
-                                    key: keyBytes, nonce: nonceBytes, aad: aadBytes, plaintext: plaintextBytes,
-                                    ciphertext: ciphertextBytes, tag: tagBytes)
-                            }
+        let result = nonce.withUnsafeBytes { nonceBytes in
+            associatedData.withUnsafeBytes { aadBytes in
+                plaintext.withUnsafeBytes { plaintextBytes in
+                    ciphertext.withUnsafeMutableBytes { ciphertextBytes in
+                        tag.withUnsafeMutableBytes { tagBytes in
+                            seal(
+                                key: key.aesKey, nonce: nonceBytes, aad: aadBytes, plaintext: plaintextBytes,
+                                ciphertext: ciphertextBytes, tag: tagBytes)
                         }
                     }
                 }
@@ -124,16 +121,14 @@ package enum AESGCM {
         precondition(nonce.count == nonceByteCount, "AES-GCM nonces here are 96 bits")
         guard tag.count == tagByteCount else { throw EnvelopeError.authenticationFailed }
         var plaintext = Data(count: ciphertext.count)
-        let result = key.withUnsafeBytes { keyBytes in
-            nonce.withUnsafeBytes { nonceBytes in
-                associatedData.withUnsafeBytes { aadBytes in
-                    ciphertext.withUnsafeBytes { ciphertextBytes in
-                        tag.withUnsafeBytes { tagBytes in
-                            plaintext.withUnsafeMutableBytes { plaintextBytes in
-                                open(
-                                    key: keyBytes, nonce: nonceBytes, aad: aadBytes, ciphertext: ciphertextBytes,
-                                    tag: tagBytes, plaintext: plaintextBytes)
-                            }
+        let result = nonce.withUnsafeBytes { nonceBytes in
+            associatedData.withUnsafeBytes { aadBytes in
+                ciphertext.withUnsafeBytes { ciphertextBytes in
+                    tag.withUnsafeBytes { tagBytes in
+                        plaintext.withUnsafeMutableBytes { plaintextBytes in
+                            open(
+                                key: key.aesKey, nonce: nonceBytes, aad: aadBytes, ciphertext: ciphertextBytes,
+                                tag: tagBytes, plaintext: plaintextBytes)
                         }
                     }
                 }
@@ -162,11 +157,13 @@ package enum AESGCM {
                 + "8cb08e48590dbb3da7b08b1056828838c5f61e6393ba7a0abcc9f662"
                 + "76fc6ece0f4e1768cddf8853bb2d551b")
 
+        let keyBytes = key.withUnsafeBytes { SecretBytes(copying: $0) }
+        let aesKey = AESKey(keyBytes)
         var sealed = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
-        let sealResult = withBuffers(key, nonce, aad, plaintext) { key, nonce, aad, plaintext in
+        let sealResult = withBuffers(nonce, aad, plaintext) { nonce, aad, plaintext in
             sealed.withUnsafeMutableBytes { out in
                 sealInitialized(
-                    key: key, nonce: nonce, aad: aad, plaintext: plaintext,
+                    key: aesKey, nonce: nonce, aad: aad, plaintext: plaintext,
                     ciphertext: UnsafeMutableRawBufferPointer(rebasing: out[0..<plaintext.count]),
                     tag: UnsafeMutableRawBufferPointer(rebasing: out[plaintext.count...]))
             }
@@ -178,10 +175,10 @@ package enum AESGCM {
             var input = sealed
             if corruptTag { input[input.count - 1] ^= 1 }
             var opened = [UInt8](repeating: 0, count: plaintext.count)
-            let openResult = withBuffers(key, nonce, aad, input) { key, nonce, aad, input in
+            let openResult = withBuffers(nonce, aad, input) { nonce, aad, input in
                 opened.withUnsafeMutableBytes { out in
                     openInitialized(
-                        key: key, nonce: nonce, aad: aad,
+                        key: aesKey, nonce: nonce, aad: aad,
                         ciphertext: UnsafeRawBufferPointer(rebasing: input[0..<out.count]),
                         tag: UnsafeRawBufferPointer(rebasing: input[out.count...]), plaintext: out)
                 }
@@ -197,12 +194,12 @@ package enum AESGCM {
         return nil
     }
 
-    /// Calls `body` with read-only views of four arrays.
+    /// Calls `body` with read-only views of three arrays.
     private static func withBuffers<R>(
-        _ a: [UInt8], _ b: [UInt8], _ c: [UInt8], _ d: [UInt8],
-        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R
+        _ a: [UInt8], _ b: [UInt8], _ c: [UInt8],
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> R
     ) -> R {
-        a.withUnsafeBytes { a in b.withUnsafeBytes { b in c.withUnsafeBytes { c in d.withUnsafeBytes { d in body(a, b, c, d) } } } }
+        a.withUnsafeBytes { a in b.withUnsafeBytes { b in c.withUnsafeBytes { c in body(a, b, c) } } }
     }
 
     private static func hexBytes(_ hex: String) -> [UInt8] {

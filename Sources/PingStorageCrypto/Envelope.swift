@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+internal import Gcrypt
 
 /// The versioned binary format of an encrypted item: AES-256-GCM ciphertext with everything needed
 /// to open it except the key.
@@ -105,7 +106,7 @@ public enum Envelope {
     public static func seal(_ plaintext: Data, key: SymmetricKey, keyID: KeyID, associatedData: Data) throws -> Data {
         try CryptoLibrary.requireAvailable()
         var nonce = Data(count: AESGCM.nonceByteCount)
-        nonce.withUnsafeMutableBytes { Gcrypt.randomize($0, level: .strong) }
+        nonce.withUnsafeMutableBytes { Random.fill($0, level: .strong) }
         return try seal(plaintext, key: key, keyID: keyID, associatedData: associatedData, nonce: nonce)
     }
 
@@ -132,11 +133,9 @@ public enum Envelope {
                 let nonce = UnsafeRawBufferPointer(rebasing: bytes[nonceRange])
                 let aad = authenticatedData(header: header, associatedData: associatedData)
                 var plaintext = Data(count: ciphertext.count)
-                let result = key.withUnsafeBytes { key in
-                    aad.withUnsafeBytes { aad in
-                        plaintext.withUnsafeMutableBytes { out in
-                            AESGCM.open(key: key, nonce: nonce, aad: aad, ciphertext: ciphertext, tag: tag, plaintext: out)
-                        }
+                let result = aad.withUnsafeBytes { aad in
+                    plaintext.withUnsafeMutableBytes { out in
+                        AESGCM.open(key: key.aesKey, nonce: nonce, aad: aad, ciphertext: ciphertext, tag: tag, plaintext: out)
                     }
                 }
                 // AESGCM.open has already zeroed `plaintext` on failure.
@@ -170,17 +169,15 @@ public enum Envelope {
         let tagOffset = headerByteCount + plaintext.count
         let result = header.withUnsafeBytes { header in
             let aad = authenticatedData(header: header, associatedData: associatedData)
-            return key.withUnsafeBytes { key in
-                aad.withUnsafeBytes { aad in
-                    plaintext.withUnsafeBytes { plaintext in
-                        envelope.withUnsafeMutableBytes { out in
-                            UnsafeMutableRawBufferPointer(rebasing: out[0..<headerByteCount]).copyMemory(from: header)
-                            return AESGCM.seal(
-                                key: key, nonce: UnsafeRawBufferPointer(rebasing: header[nonceRange]), aad: aad,
-                                plaintext: plaintext,
-                                ciphertext: UnsafeMutableRawBufferPointer(rebasing: out[headerByteCount..<tagOffset]),
-                                tag: UnsafeMutableRawBufferPointer(rebasing: out[tagOffset...]))
-                        }
+            return aad.withUnsafeBytes { aad in
+                plaintext.withUnsafeBytes { plaintext in
+                    envelope.withUnsafeMutableBytes { out in
+                        UnsafeMutableRawBufferPointer(rebasing: out[0..<headerByteCount]).copyMemory(from: header)
+                        return AESGCM.seal(
+                            key: key.aesKey, nonce: UnsafeRawBufferPointer(rebasing: header[nonceRange]), aad: aad,
+                            plaintext: plaintext,
+                            ciphertext: UnsafeMutableRawBufferPointer(rebasing: out[headerByteCount..<tagOffset]),
+                            tag: UnsafeMutableRawBufferPointer(rebasing: out[tagOffset...]))
                     }
                 }
             }

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+internal import Gcrypt
 
 /// The identifier of a ``SymmetricKey``: 16 random bytes chosen when the key is created.
 ///
@@ -42,7 +43,7 @@ public struct KeyID: Hashable, Sendable, CustomStringConvertible {
     public static func generate() throws -> KeyID {
         try CryptoLibrary.requireAvailable()
         var bytes = [UInt8](repeating: 0, count: byteCount)
-        bytes.withUnsafeMutableBytes { Gcrypt.randomize($0, level: .strong) }
+        bytes.withUnsafeMutableBytes { Random.fill($0, level: .strong) }
         return bytes.withUnsafeBytes { KeyID(bytes: $0) }
     }
 

@@ -3,8 +3,10 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+package import Gcrypt
 
-/// A 256-bit AES key whose bytes are kept in locked memory and wiped when the last copy is released.
+/// A 256-bit AES key whose bytes are kept in the package's secret memory (locked when the system
+/// allows, left out of core dumps) and wiped when the last copy is released.
 ///
 /// Generate a new key with ``generate()`` (256 bits from libgcrypt's CSPRNG at its strongest level)
 /// or rebuild a stored one with ``init(data:)``. The bytes are reachable only through
@@ -17,10 +19,15 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
     /// The length of a key in bytes: 32 (AES-256).
     public static let byteCount = 32
 
-    let storage: SecureBytes
+    /// The package's one AES key type, over the key's bytes in secret memory.
+    package let aesKey: AESKey
 
-    private init(storage: SecureBytes) {
-        self.storage = storage
+    /// The key's bytes.
+    private var storage: SecretBytes { aesKey.bytes }
+
+    /// A key over `bytes`, which are 32 bytes long.
+    private init(storage bytes: SecretBytes) {
+        aesKey = AESKey(bytes)
     }
 
     /// Generates a new random key from libgcrypt's CSPRNG (`gcry_randomize` with
@@ -29,7 +36,7 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
     /// - Throws: ``EnvelopeError/cryptoUnavailable`` when ``CryptoLibrary/isAvailable`` is false.
     public static func generate() throws -> SymmetricKey {
         try CryptoLibrary.requireAvailable()
-        return SymmetricKey(storage: SecureBytes(count: byteCount) { Gcrypt.randomize($0, level: .veryStrong) })
+        return SymmetricKey(storage: SecretBytes(count: byteCount) { Random.fill($0, level: .veryStrong) })
     }
 
     /// Rebuilds a key from its 32 bytes, e.g. as read back from the keyring. The bytes are copied;
@@ -39,9 +46,7 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
     /// - Throws: ``EnvelopeError/invalidKeyLength(_:)`` when `data` is not 32 bytes long.
     public init(data: Data) throws {
         guard data.count == Self.byteCount else { throw EnvelopeError.invalidKeyLength(data.count) }
-        storage = SecureBytes(count: Self.byteCount) { destination in
-            data.withUnsafeBytes { destination.copyMemory(from: $0) }
-        }
+        self.init(storage: SecretBytes(copying: data))
     }
 
     /// Calls `body` with the key's 32 bytes. The pointer is valid only inside `body`; do not copy
@@ -74,14 +79,11 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
     /// value was made from; like any hash of a 256-bit random key, it reveals nothing usable about it.
     public var checkValue: String {
         let label = Array("PingStorage key check v1\u{0}".utf8)
-        let input = SecureBytes(count: label.count + Self.byteCount) { buffer in
-            buffer.copyBytes(from: label)
-            storage.withUnsafeBytes { key in
-                UnsafeMutableRawBufferPointer(rebasing: buffer[label.count...]).copyMemory(from: key)
-            }
+        let input = SecretBytes(count: label.count + Self.byteCount) { (buffer: inout SecretBytes.Writer) in
+            buffer.write(label, at: 0)
+            buffer.write(storage, at: label.count)
         }
-        var digest = [UInt8](repeating: 0, count: 32)
-        input.withUnsafeBytes { input in digest.withUnsafeMutableBytes { Gcrypt.sha256(input, into: $0) } }
+        let digest = input.withUnsafeBytes { Hashing.sha256($0) }
         let hex = digest.prefix(8).map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
         return hex.joined()
     }

@@ -2,8 +2,8 @@ internal import CGLib
 
 // Ownership of GLib things: the one GError helper and the one GObject owner. Raw pointers,
 // `GError` and GLib reference counts stay in this file, Variants.swift, BusConnection.swift,
-// SignalRouter.swift (a message filter's C callback), LoopThread.swift (the main context, its
-// sources) and SessionKeys.swift (libgcrypt's); everything above them sees Swift values.
+// SignalRouter.swift (a message filter's C callback) and LoopThread.swift (the main context, its
+// sources); libgcrypt's are in the Gcrypt module. Everything above them sees Swift values.
 
 /// A `GError`, copied into Swift (the `GError` itself is freed by ``takeGError(_:)``).
 struct CapturedError: Sendable, Hashable {

@@ -3,12 +3,13 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+internal import Gcrypt
 import Waiting
 
 /// A transport session with one provider process: how secrets travel in the `(oayays)`
 /// structure. Negotiated with OpenSession on the client's own connection:
-/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` (the Diffie-Hellman exchange in CGcrypt's dh_session.c,
-/// AES-CBC in its aes_cbc.c), or `plain` when the provider supports nothing else (it answers
+/// `dh-ietf1024-sha256-aes128-cbc-pkcs7` (the Diffie-Hellman exchange and AES-CBC of the Gcrypt module,
+/// over CGcrypt's dh_session.c and aes_cbc.c), or `plain` when the provider supports nothing else (it answers
 /// NotSupported).
 ///
 /// Threads: any. The key is fixed once the session is open and each encryption or decryption opens
@@ -42,7 +43,7 @@ final class SessionCrypto: Sendable {
     ///   `.cancelled`, `.disconnected`.
     static func open(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
         let operation = "open a session with the keyring"
-        if let reason = DHPair.libraryUnavailability { throw .localCrypto(operation, detail: reason) }
+        if let reason = Libgcrypt.unavailabilityReason { throw .localCrypto(operation, detail: reason) }
         for _ in 0..<4 {
             guard let pair = DHPair() else {
                 throw .localCrypto(operation, detail: "libgcrypt could not make a Diffie-Hellman key pair")
@@ -50,7 +51,7 @@ final class SessionCrypto: Sendable {
             let reply: Reply
             do throws(SecretServiceError) {
                 reply = try await openSession(on: bus, owner: owner, Self.encryptedAlgorithm,
-                                              .variant(.bytes(pair.publicKey)), operation: operation, deadline: deadline)
+                                              .variant(.bytes(pair.publicKeyData)), operation: operation, deadline: deadline)
             } catch where error.dbusErrorName == "org.freedesktop.DBus.Error.NotSupported" {
                 let plain = try await openSession(on: bus, owner: owner, Self.plainAlgorithm, .variant(.string("")),
                                                   operation: operation, deadline: deadline)

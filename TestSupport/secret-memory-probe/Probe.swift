@@ -6,6 +6,8 @@
 //                                        read, deleted; then both markers are looked for
 //   secret-memory-probe key             SecuredKeyEncryptor's key created; then its 32 bytes are
 //                                        looked for
+//   secret-memory-probe dumpable        SecretMemory.makeProcessNonDumpable(), with the kernel's
+//                                        PR_GET_DUMPABLE before and after
 //
 // The markers and the key live only in page-locked SecureBytes allocations, which the scan leaves
 // out, as it does its own buffer. Prints `copies: N` and one line per copy found (address and
@@ -36,6 +38,7 @@ func value(with marker: SecureBytes) -> Data {
 struct Probe {
     static func main() async {
         let arguments = CommandLine.arguments.dropFirst()
+        if arguments.first == "dumpable" { reportDumpability() }
         var patterns: [SecureBytes] = []
         var keepAlive: SymmetricKey?
         do {
@@ -93,7 +96,18 @@ struct Probe {
         exit(1)
     }
 
-    static func usage() -> Never { fail("usage: secret-memory-probe value ACCOUNT | key") }
+    /// Prints the kernel's answer to prctl(PR_GET_DUMPABLE) before and after
+    /// SecretMemory.makeProcessNonDumpable() (/proc/self/status has no such line, and as root the
+    /// owner of /proc/self does not change), then exits 0.
+    static func reportDumpability() -> Never {
+        func dumpable() -> String { SecretMemory.isProcessDumpable.map(String.init) ?? "unknown" }
+        print("dumpable before: \(dumpable())")
+        let agreed = SecretMemory.makeProcessNonDumpable()
+        print("dumpable after: \(dumpable()) (agreed: \(agreed))")
+        exit(0)
+    }
+
+    static func usage() -> Never { fail("usage: secret-memory-probe value ACCOUNT | key | dumpable") }
 
     static func fail(_ message: String) -> Never {
         print("FAIL \(message)")

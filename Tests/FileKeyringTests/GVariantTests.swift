@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import FileKeyring
+import Gcrypt
 
 /// The codec against GLib itself: what we serialize is byte for byte GLib's normal form of the same
 /// value (parsed from GVariant text), and what GLib serializes we decode to the same values.
@@ -110,8 +111,8 @@ import Testing
         // byte for byte when the order cannot differ.
         if attributeCount <= 1 { #expect(ours == expected) }
         #expect(ours.count == expected.count)
-        let decodedOurs = try ItemPlaintext.deserialize(SecureBuffer(copying: ours))
-        let decodedGLib = try ItemPlaintext.deserialize(SecureBuffer(copying: expected))
+        let decodedOurs = try ItemPlaintext.deserialize(SecretBytes(copying: ours))
+        let decodedGLib = try ItemPlaintext.deserialize(SecretBytes(copying: expected))
         #expect(decodedOurs == item)
         #expect(decodedGLib == item)
     }

@@ -20,5 +20,14 @@ extension Integration {
             #expect(result.status == 0, "\(result.output)\(result.stderr)")
             #expect(result.output.contains("copies: 0"))
         }
+
+        /// SecretMemory.makeProcessNonDumpable() as the kernel sees it: prctl(PR_GET_DUMPABLE) in
+        /// the probe says 1 before and 0 after (no core file; /proc/PID/mem and ptrace are root's only).
+        @Test func theNonDumpableOptionMakesTheProcessNonDumpable() throws {
+            let result = try run(Self.probe, ["dumpable"], timeout: 60)
+            #expect(result.status == 0, "\(result.output)\(result.stderr)")
+            #expect(result.output.contains("dumpable before: true"), "\(result.output)")
+            #expect(result.output.contains("dumpable after: false (agreed: true)"), "\(result.output)")
+        }
     }
 }

@@ -121,20 +121,18 @@ struct AESGCMKnownAnswerTests {
     @Test("a failed open zeroes the output buffer it was given")
     func failedOpenZeroesOutput() throws {
         let vector = gcmVectors[2]
-        let key = Data(hex: vector.key), nonce = Data(hex: vector.iv)
+        let key = try SymmetricKey(data: Data(hex: vector.key)), nonce = Data(hex: vector.iv)
         let ciphertext = Data(hex: vector.ciphertext)
         var tag = Data(hex: vector.tag)
         tag[0] ^= 1
         var output = [UInt8](repeating: 0xAA, count: ciphertext.count)
-        let result = key.withUnsafeBytes { key in
-            nonce.withUnsafeBytes { nonce in
-                ciphertext.withUnsafeBytes { ciphertext in
-                    tag.withUnsafeBytes { tag in
-                        output.withUnsafeMutableBytes { out in
-                            AESGCM.open(
-                                key: key, nonce: nonce, aad: UnsafeRawBufferPointer(start: nil, count: 0),
-                                ciphertext: ciphertext, tag: tag, plaintext: out)
-                        }
+        let result = nonce.withUnsafeBytes { nonce in
+            ciphertext.withUnsafeBytes { ciphertext in
+                tag.withUnsafeBytes { tag in
+                    output.withUnsafeMutableBytes { out in
+                        AESGCM.open(
+                            key: key.aesKey, nonce: nonce, aad: UnsafeRawBufferPointer(start: nil, count: 0),
+                            ciphertext: ciphertext, tag: tag, plaintext: out)
                     }
                 }
             }

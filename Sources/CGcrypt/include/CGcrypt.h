@@ -12,7 +12,12 @@
 //   importing module), that every user in this package calls before it touches libgcrypt. Once
 //   it has run, libsecret finds libgcrypt finished and leaves it alone.
 // - The Secret Service's key exchange (dh_session.c) and AES-CBC (aes_cbc.c) work on libgcrypt's
-//   MPIs and secure memory, raw pointers throughout; Swift holds only the opaque pair and key.
+//   MPIs, raw pointers throughout; Swift holds only the opaque pair. Key bytes are not kept here:
+//   they live in the Swift `Gcrypt` module's secret memory (locked, left out of core dumps, wiped)
+//   and are lent to each call.
+// - `prctl` is variadic too (process.c): the one call of the secret-memory policy Swift cannot make.
+//
+// Only the Swift `Gcrypt` target imports this module.
 #ifndef CGCRYPT_H
 #define CGCRYPT_H
 
@@ -44,25 +49,19 @@ int cgcrypt_version_at_least(const char *minimum);
 // MARK: AES-128-CBC with PKCS#7 padding (aes_cbc.c)
 //
 // The one implementation in the package: the Secret Service's encrypted sessions and libsecret's
-// file keyring (FileKeyring) both encrypt this way. A key is immutable once made: any thread may
-// use it at once; each call opens its own cipher handle. Call `cgcrypt_initialize` first.
+// file keyring (FileKeyring) both encrypt this way. `key` is CGCRYPT_AES_KEY_BYTES bytes the caller
+// owns; each call opens its own cipher handle (its key schedule in libgcrypt's secure memory), so
+// any number of threads may use one key at once. Call `cgcrypt_initialize` first.
 
 #define CGCRYPT_AES_KEY_BYTES 16
 #define CGCRYPT_CBC_IV_BYTES 16
-
-/// A 16-byte AES key in libgcrypt's secure memory, wiped when freed.
-typedef struct cgcrypt_aes_key cgcrypt_aes_key;
-
-/// A key holding a copy of `bytes` (`length` must be 16), or NULL. Free with `cgcrypt_aes_key_free`.
-cgcrypt_aes_key *cgcrypt_aes_key_new(const unsigned char *bytes, size_t length);
-void cgcrypt_aes_key_free(cgcrypt_aes_key *key);
 
 /// The ciphertext length for `plaintext_length` bytes: the next multiple of 16 above it.
 size_t cgcrypt_cbc_padded_length(size_t plaintext_length);
 /// Pads and encrypts `plaintext` into `out` (cgcrypt_cbc_padded_length(length) bytes; the
 /// plaintext is copied there and encrypted in place) with a fresh IV (gcry_create_nonce, as
 /// libsecret) written to `iv`. Returns 1, or 0 (and `out` wiped) when libgcrypt failed.
-int cgcrypt_cbc_encrypt(const cgcrypt_aes_key *key, const unsigned char *plaintext, size_t length,
+int cgcrypt_cbc_encrypt(const unsigned char key[CGCRYPT_AES_KEY_BYTES], const unsigned char *plaintext, size_t length,
                         unsigned char iv[CGCRYPT_CBC_IV_BYTES], unsigned char *out);
 
 /// `cgcrypt_cbc_decrypt`'s failures.
@@ -72,7 +71,7 @@ int cgcrypt_cbc_encrypt(const cgcrypt_aes_key *key, const unsigned char *plainte
 /// Decrypts `ciphertext` into `out` (`length` bytes) and checks its padding. Returns the
 /// plaintext's length (the first bytes of `out`), or one of the negative values above (and `out`
 /// wiped).
-long cgcrypt_cbc_decrypt(const cgcrypt_aes_key *key, const unsigned char *iv, size_t iv_length,
+long cgcrypt_cbc_decrypt(const unsigned char key[CGCRYPT_AES_KEY_BYTES], const unsigned char *iv, size_t iv_length,
                          const unsigned char *ciphertext, size_t length, unsigned char *out);
 
 // MARK: Secret Service session key exchange (dh_session.c)
@@ -116,9 +115,20 @@ cgcrypt_dh_pair *cgcrypt_dh_pair_with_private_exponent(const unsigned char *expo
 const unsigned char *cgcrypt_dh_public_key(const cgcrypt_dh_pair *pair);
 void cgcrypt_dh_free(cgcrypt_dh_pair *pair);
 
-/// Derives the session's AES key from the peer's public key (big-endian; leading zeros allowed).
-/// On CGCRYPT_DH_DERIVED `*key` is the key (free with `cgcrypt_aes_key_free`); otherwise NULL.
+/// Derives the session's AES key from the peer's public key (big-endian; leading zeros allowed)
+/// into `key`, which the caller owns (and wipes). On any status but CGCRYPT_DH_DERIVED `key` is
+/// all zeros.
 cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned char *peer_key, size_t peer_length,
-                                    cgcrypt_aes_key **key);
+                                    unsigned char key[CGCRYPT_AES_KEY_BYTES]);
+
+// MARK: Process dumpability (process.c)
+
+/// Whether the process may be dumped (core files, /proc/PID/mem and ptrace by the same user):
+/// 1 yes, 0 no, -1 when prctl failed (errno set). The corresponding C call is
+/// prctl(PR_GET_DUMPABLE).
+int cgcrypt_process_dumpable(void);
+/// Makes the process non-dumpable: no core dump, and its /proc files and ptrace are root's only.
+/// Returns 0, or -1 with errno set. The corresponding C call is prctl(PR_SET_DUMPABLE, 0).
+int cgcrypt_process_set_not_dumpable(void);
 
 #endif
