@@ -1,5 +1,4 @@
 import Waiting
-internal import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,9 +1,10 @@
 internal import CGLib
 
 // Ownership of GLib things: the one GError helper and the one GObject owner. Raw pointers,
-// `GError` and GLib reference counts stay in this file, Variants.swift, BusConnection.swift,
-// SignalRouter.swift (a message filter's C callback) and LoopThread.swift (the main context, its
-// sources); libgcrypt's are in the Gcrypt module. Everything above them sees Swift values.
+// `GError` and GLib reference counts stay in this folder, Transport/ (this file, Variants.swift,
+// BusConnection.swift, SignalRouter.swift with a message filter's C callback, LoopThread.swift with
+// the main context and its sources); libgcrypt's are in the Gcrypt module. Everything above them
+// (Session/, Client/, Values/) sees Swift values.
 
 /// A `GError`, copied into Swift (the `GError` itself is freed by ``takeGError(_:)``).
 struct CapturedError: Sendable, Hashable {
