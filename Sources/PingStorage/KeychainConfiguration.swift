@@ -26,6 +26,16 @@ public struct KeychainConfiguration: Sendable, Hashable {
     /// ``Backend/automatic``; ``backendInUse()`` tells what was chosen and why.
     public var backend: Backend
 
+    /// The app whose items and keys these are (attribute `pingstorage-app`); nil, the default: the
+    /// process's ``AppIdentity/current``, read when a storage or encryptor is created. Two programs
+    /// that give the same value share their items on purpose (iOS's access group).
+    public var app: String?
+
+    /// The identity the items are scoped by: ``app`` when given, else the process's.
+    public var appIdentity: AppIdentity {
+        app.map { AppIdentity(id: $0, source: .setByApp) } ?? AppIdentity.current
+    }
+
     /// How long one `save`, `get` or `delete` may take in all, waiting and prompts included.
     /// Default 25 s. (``options``' timeout.)
     public var timeout: Duration {
@@ -54,13 +64,23 @@ public struct KeychainConfiguration: Sendable, Hashable {
         allowsPrompts: Bool = true,
         allowsPlainTransport: Bool = false,
         bus: BusAddress = .session,
-        backend: Backend = .automatic
+        backend: Backend = .automatic,
+        app: String? = nil
     ) {
         self.service = service
+        self.app = app
         self.collection = collection ?? Self.collectionFromEnvironment() ?? .default
         self.options = .init(timeout: timeout, allowsPrompts: allowsPrompts, allowsPlainTransport: allowsPlainTransport)
         self.bus = bus
         self.backend = backend
+    }
+
+    /// The same configuration with ``app`` set to the identity it stands for now: what a storage or
+    /// encryptor keeps, so that its items stay one app's whatever ``AppIdentity/set(_:)`` does later.
+    func resolvingApp() -> KeychainConfiguration {
+        var resolved = self
+        resolved.app = appIdentity.id
+        return resolved
     }
 
     /// The configuration ``KeychainStorage`` uses when none is given.

@@ -44,7 +44,7 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     /// transport policy) of `configuration`; nil as for ``init()``.
     public init?(configuration: KeychainConfiguration) {
         guard CryptoLibrary.initialize() else { return nil }
-        vault = KeyVault.shared(for: configuration)
+        vault = KeyVault.shared(for: configuration.resolvingApp())
     }
 
     init?(vault: KeyVault) {

@@ -260,8 +260,8 @@ struct HoldError: Error, CustomStringConvertible {
 
 extension SecretServiceStore {
     /// The store on `calls`, its keys in `collection`.
-    init(_ calls: any SecretServiceCalls, collection: CollectionReference = .default) {
-        self.init(calls: calls, keyCollection: collection)
+    init(_ calls: any SecretServiceCalls, collection: CollectionReference = .default, app: String = AppIdentity.current.id) {
+        self.init(calls: calls, keyCollection: collection, app: app)
     }
 }
 

@@ -34,7 +34,7 @@ struct TestFileKeyring {
 }
 
 private let ours = ["service": "com.pingidentity.keychainService", "account": "acct", "username": "acct",
-                    "xdg:schema": "com.pingidentity.PingStorage"]
+                    "xdg:schema": "com.pingidentity.PingStorage", AppIdentity.attribute: AppIdentity.current.id]
 
 @Suite("KeychainStorage on a file keyring (as in a Flatpak sandbox)")
 struct FileKeychainTests {
@@ -186,7 +186,7 @@ struct FileKeychainTests {
         let stored = try #require(file.keyring.items().first { $0.attributes["account"] == "acct" })
         #expect(stored.secret.withBytes { span in (0..<span.count).map { span[$0] } } != Array(try JSONEncoder().encode(lucky)))
         // A fresh vault (another process) reads the key from the file.
-        let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring)))))
+        let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id))))
         #expect(try await file.storage(Dog.self, encryptor: fresh).get() == lucky)
     }
 

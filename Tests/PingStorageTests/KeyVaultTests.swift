@@ -104,7 +104,7 @@ struct KeyVaultTests {
             let path = try! ItemPath("\(fake.collectionPath)/900")
             state.items[path] = .init(label: KeyVault.label,
                                       attributes: ["xdg:schema": KeyVault.schema, "key-id": olderID.hexString,
-                                                   "key-check": older.checkValue],
+                                                   "key-check": older.checkValue, AppIdentity.attribute: AppIdentity.current.id],
                                       secret: SecretValue(bytes: older.exportData(), contentType: "application/octet-stream"),
                                       created: Date(timeIntervalSince1970: 1_000), modified: Date(timeIntervalSince1970: 1_000))
             state.changes += 1  // the ItemCreated the client would have counted

@@ -10,7 +10,7 @@ private func makeStorage<T>(_ type: T.Type = T.self, _ fake: FakeSecretService, 
 }
 
 private let ours = ["service": "com.pingidentity.keychainService", "account": "acct", "username": "acct",
-                    "xdg:schema": "com.pingidentity.PingStorage"]
+                    "xdg:schema": "com.pingidentity.PingStorage", AppIdentity.attribute: AppIdentity.current.id]
 private let lookupAttributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
 
 private func kind(_ body: () async throws -> Void) async -> String? {

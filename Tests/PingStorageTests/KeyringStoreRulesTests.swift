@@ -42,7 +42,7 @@ struct StoreUnderTest {
             configuration = KeychainConfiguration()
             let fake = FakeSecretService()
             let base: UInt64 = 1_700_000_000
-            store = SecretServiceStore(calls: fake, keyCollection: configuration.collection)
+            store = SecretServiceStore(calls: fake, keyCollection: configuration.collection, app: AppIdentity.current.id)
             seed = { label, attributes, secret, created, modified in
                 fake.seed(attributes: attributes, secret: secret, label: label, modifiedOffset: TimeInterval(modified) - TimeInterval(base),
                           createdOffset: TimeInterval(created) - TimeInterval(base))
@@ -57,7 +57,7 @@ struct StoreUnderTest {
         case .fileKeyring:
             let file = try TestFileKeyring()
             configuration = file.configuration
-            store = FileKeyringStore(keychain: .wrapping(file.keyring))
+            store = FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id)
             seed = { label, attributes, secret, created, modified in
                 let item = FileKeyringItem(label: label, attributes: attributes, secret: FileKeyringSecret(copying: Data(secret.utf8)),
                                            created: created, modified: modified)
@@ -93,7 +93,8 @@ struct StoreUnderTest {
 struct KeyringStoreRulesTests {
     static let service = KeychainConfiguration.defaultService
     static let theirs = ["service": service, "username": "acct", "application": "python-keyring"]
-    static let ours = ["service": service, "account": "acct", "username": "acct", "xdg:schema": "com.pingidentity.PingStorage"]
+    static let ours = ["service": service, "account": "acct", "username": "acct", "xdg:schema": "com.pingidentity.PingStorage",
+                       AppIdentity.attribute: AppIdentity.current.id]
 
     @Test(arguments: StoreKind.allCases)
     func anAccountWithoutItemsReadsNilAndTheFirstSaveCreatesOneCompleteItem(_ kind: StoreKind) async throws {

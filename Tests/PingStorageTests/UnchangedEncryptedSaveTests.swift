@@ -44,7 +44,7 @@ struct UnchangedEncryptedSaveTests {
     @Test func inTheFileKeyringAnUnchangedValueLeavesTheFileAsItIs() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
-        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring)))))
+        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id))))
         let storage = file.storage(String.self, encryptor: encryptor)
         try await storage.save(item: "token")
         let before = try Data(contentsOf: URL(fileURLWithPath: file.path))

@@ -5,12 +5,15 @@ import Foundation
 #endif
 import SecretService
 
-/// The Keychain rules of one account, the same on every store (``KeyringStore``): which items are
-/// the account's (ours, and Python keyring's and go-keyring's), what we write on them, and which
+/// The Keychain rules of one account of one app, the same on every store (``KeyringStore``): which
+/// items are the account's (the app's own, items no app owns: Python keyring's, go-keyring's,
+/// secret-tool's and PingStorage 1.x's; never another app's), what we write on them, and which
 /// item a read takes or a save keeps among duplicates. No I/O.
 struct AccountRules: Sendable {
     let account: String
     let service: String
+    /// The app's identity (``AppIdentity/id``), resolved when the storage was created.
+    let app: String
     let collection: CollectionReference
     /// What identifies the account's items in the process: operations under one key are
     /// serialized (``AccountLocks``), and the Secret Service's remembered item is kept under it.
@@ -21,8 +24,10 @@ struct AccountRules: Sendable {
     init(account: String, configuration: KeychainConfiguration) {
         self.account = account
         service = configuration.service
+        app = configuration.appIdentity.id
         collection = configuration.collection
-        lockKey = "\(configuration.backend)\u{0}\(configuration.bus)\u{0}\(configuration.collection)\u{0}\(configuration.service)\u{0}\(account)"
+        lockKey = ["\(configuration.backend)", "\(configuration.bus)", "\(configuration.collection)",
+                   configuration.service, app, account].joined(separator: "\u{0}")
     }
 
     /// Checks the names before anything is sent.
@@ -41,16 +46,20 @@ struct AccountRules: Sendable {
     /// The `xdg:schema` attribute of items we write.
     static let schemaName = KeychainStorageSchemas.item
 
-    /// The attributes that identify the item; also what items written by other tools carry.
+    /// The attributes that identify the item for tools (secret-tool, libsecret); items written
+    /// by other tools carry these too.
     var lookupAttributes: [String: String] { ["service": service, "account": account] }
+
+    /// The attributes of the app's own items of the account.
+    var ownAttributes: [String: String] { lookupAttributes.merging([AppIdentity.attribute: app]) { $1 } }
 
     /// The attributes Python keyring and go-keyring look items up by (they write no `account`).
     var usernameAttributes: [String: String] { ["service": service, "username": account] }
 
-    /// Everything we write: the lookup attributes, `username` (what Python keyring and
+    /// Everything we write: the lookup attributes, the app, `username` (what Python keyring and
     /// go-keyring look up) and our schema.
     var itemAttributes: [String: String] {
-        lookupAttributes.merging(["username": account, "xdg:schema": Self.schemaName]) { $1 }
+        ownAttributes.merging(["username": account, "xdg:schema": Self.schemaName]) { $1 }
     }
 
     /// The label Seahorse, KeePassXC and KWallet show.
@@ -58,11 +67,19 @@ struct AccountRules: Sendable {
 
     /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
     /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
-    /// `account`. An item whose `account` differs is never the account's, whatever its `username`.
+    /// `account`. An item whose `account` differs is never the account's, whatever its `username`;
+    /// one of another app (its `pingstorage-app` differs) never is either. An item no app owns (no
+    /// such attribute: other tools', PingStorage 1.x's) is, and a save makes it the app's.
     func belongsToAccount(_ attributes: [String: String]) -> Bool {
-        guard attributes["service"] == service else { return false }
+        guard attributes["service"] == service, Self.isOwn(attributes, by: app) else { return false }
         if let owner = attributes["account"] { return owner == account }
         return attributes["username"] == account
+    }
+
+    /// Whether an item (or key item) with `attributes` may be used by `app`: it is `app`'s, or no
+    /// app's.
+    static func isOwn(_ attributes: [String: String], by app: String) -> Bool {
+        attributes[AppIdentity.attribute].map { $0 == app } ?? true
     }
 
     /// Whether an item carries all our attributes and our label.

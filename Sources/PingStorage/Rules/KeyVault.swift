@@ -13,8 +13,12 @@ import Waiting
 /// keyring), with attributes `xdg:schema` = ``schema``, `key-id`, and `key-check`, the key's
 /// ``SymmetricKey/checkValue``.
 ///
-/// - **Which key seals new data:** the oldest key item in the collection (by creation time, then
-///   id). A process that finds none creates one under a fresh random id (concurrent creators never
+/// - **Keys are the app's** (``AppIdentity``): every key item carries the app's
+///   `pingstorage-app`; new data is sealed with one of the app's own keys only, and an envelope
+///   opens with the app's key or with a key no app owns (PingStorage 1.x's, which every app shared
+///   then), never with another app's.
+/// - **Which key seals new data:** the app's oldest key item in the collection (by creation time,
+///   then id). A process that finds none creates one under a fresh random id (concurrent creators never
 ///   overwrite each other) and then takes the oldest it sees. Whenever the store cannot
 ///   tell that the key items are as they were (``KeyringStore/keysUnchanged(since:)``: on the Secret
 ///   Service, the change token moved for anything but this process's own new account items), the
@@ -173,8 +177,8 @@ actor KeyVault {
     }
 
     /// The attributes of a new key item.
-    static func attributes(id: KeyID, key: SymmetricKey) -> [String: String] {
-        ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue]
+    static func attributes(id: KeyID, key: SymmetricKey, app: String) -> [String: String] {
+        ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue, AppIdentity.attribute: app]
     }
 
     /// A new key and id.

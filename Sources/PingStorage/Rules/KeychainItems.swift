@@ -20,6 +20,7 @@ struct KeychainItems: Sendable {
 
     /// The items of `account` where `configuration` keeps them, or always in `store` when one is given.
     init(account: String, configuration: KeychainConfiguration, store: (any KeyringStore)? = nil) {
+        let configuration = configuration.resolvingApp()
         rules = AccountRules(account: account, configuration: configuration)
         self.configuration = configuration
         givenStore = store

@@ -34,7 +34,7 @@ final class KeychainPlaces: Sendable {
         guard let file = try await decision(for: configuration, by: deadline).file else {
             return SecretServiceStore.shared(for: configuration)
         }
-        return FileKeyringStore(keychain: file)
+        return FileKeyringStore(keychain: file, app: configuration.appIdentity.id)
     }
 
     /// The file keyring of `configuration`'s items; nil when they are in the Secret Service.

@@ -13,15 +13,16 @@ import Waiting
 extension FileKeyringStore {
     func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
         let keyring = try await keychain.keyring(by: deadline)
-        if let oldest = Self.oldestKey(in: try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []) {
+        if let oldest = oldestKey(in: try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []) {
             return Self.choice(oldest)
         }
         let (id, key) = try KeyVault.newKey()
         let secret = key.withUnsafeBytes { FileKeyringSecret(copying: $0) }
         let created = try await run { () async throws(FileKeyringError) in
             try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> FileKeyringItem in
-                if Self.oldestKey(in: items) != nil { throw FileKeyringError.aborted("a key exists") }
-                let item = FileKeyringItem(label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key), secret: secret)
+                if oldestKey(in: items) != nil { throw FileKeyringError.aborted("a key exists") }
+                let item = FileKeyringItem(label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key, app: app),
+                                           secret: secret)
                 items.append(item)
                 return item
             }
@@ -29,7 +30,7 @@ extension FileKeyringStore {
         if let created { return Self.choice(created) }
         // Another process created one since we looked: read it.
         let items = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
-        guard let oldest = Self.oldestKey(in: items) else {
+        guard let oldest = oldestKey(in: items) else {
             throw .failure(.providerError(.init(message: "The encryption key was created but cannot be found again.")))
         }
         return Self.choice(oldest)
@@ -38,7 +39,9 @@ extension FileKeyringStore {
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
         let keyring = try await keychain.keyring(by: deadline)
         let items = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
-        guard let item = items.first(where: { $0.matches(["xdg:schema": KeyVault.schema, "key-id": id.hexString]) }) else { return nil }
+        guard let item = items.first(where: {
+            $0.matches(["xdg:schema": KeyVault.schema, "key-id": id.hexString]) && AccountRules.isOwn($0.attributes, by: app)
+        }) else { return nil }
         return Self.load(item)
     }
 
@@ -47,9 +50,11 @@ extension FileKeyringStore {
         try await loadKey(id, by: deadline)
     }
 
-    private static func oldestKey(in items: [FileKeyringItem]) -> FileKeyringItem? {
+    /// The app's oldest key item.
+    private func oldestKey(in items: [FileKeyringItem]) -> FileKeyringItem? {
         items.compactMap { item -> (created: Date, id: KeyID, item: FileKeyringItem)? in
-            guard item.attributes["xdg:schema"] == KeyVault.schema, let hex = item.attributes["key-id"],
+            guard item.attributes["xdg:schema"] == KeyVault.schema, item.attributes[AppIdentity.attribute] == app,
+                  let hex = item.attributes["key-id"],
                   let id = KeyID(hexString: hex) else { return nil }
             return (Date(timeIntervalSince1970: Double(item.created)), id, item)
         }.min { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) }?.item

@@ -17,6 +17,8 @@ import Waiting
 struct FileKeyringStore: KeyringStore {
     /// The file, opened with the portal's secret at the first call.
     let keychain: FileKeychain
+    /// The app whose keys these are (``AppIdentity/id``).
+    let app: String
 
     /// Nothing like a change token: a chosen key is read again at each save (a local file read).
     func keysUnchanged(since token: ChangeToken?) -> Bool { false }

@@ -32,41 +32,51 @@ struct FoundItems: Sendable {
 
     /// The account's items in the configured collection, unlocked (possibly none).
     ///
-    /// Two searches go out at once: by `service` + `account` (ours and most tools'), and by
-    /// `service` + `username` (Python keyring and go-keyring write `username` and no `account`).
-    /// An item of the second kind is the same account when it has no `account` attribute; one
-    /// whose `account` differs is never taken. When the two answers do not describe the same
-    /// moment (something changed between them), they are asked again.
+    /// Three searches go out at once (one round trip): the app's own items (`service`, `account`
+    /// and the app), and every item with `service` + `account` (secret-tool's, PingStorage 1.x's,
+    /// other apps') or `service` + `username` (Python keyring and go-keyring write `username` and
+    /// no `account`). An item found only by the last two is read and taken when it is the
+    /// account's (``AccountRules/belongsToAccount(_:)``: never another app's). When the answers do
+    /// not describe the same moment (something changed between them), they are asked again.
     func accountItems() async throws(SecretServiceError) -> FoundItems {
         var attempt = 0
         while true {
             attempt += 1
-            let byUsername = rules.usernameAttributes
+            let (byAccount, byUsername) = (rules.lookupAttributes, rules.usernameAttributes)
             let collection = rules.collection
             let backend = calls
-            async let usernameSearch: Result<SecretSearchResult, SecretServiceError> = { () async -> Result<SecretSearchResult, SecretServiceError> in
-                do throws(SecretServiceError) { return .success(try await backend.searchItems(matching: byUsername, in: collection)) }
-                catch { return .failure(error) }
-            }()
-            let ours = try await backend.findItems(matching: rules.lookupAttributes, in: collection)
-            let theirs = try await usernameSearch.get()
-            let sameMoment = theirs.changeToken.isUnchanged(since: ours.changeToken)
+            async let accountSearch = Self.result { () async throws(SecretServiceError) in
+                try await backend.searchItems(matching: byAccount, in: collection)
+            }
+            async let usernameSearch = Self.result { () async throws(SecretServiceError) in
+                try await backend.searchItems(matching: byUsername, in: collection)
+            }
+            let ours = try await backend.findItems(matching: rules.ownAttributes, in: collection)
+            let (others, theirs) = (try await accountSearch.get(), try await usernameSearch.get())
+            let sameMoment = others.changeToken.isUnchanged(since: ours.changeToken)
+                && theirs.changeToken.isUnchanged(since: ours.changeToken)
             if !sameMoment && attempt < 3 { continue }
             var paths = ours.all
             var known: [ItemPath: SecretItemInfo] = [:]
-            for path in theirs.all where !paths.contains(path) {
+            for path in others.all + theirs.all where !paths.contains(path) {
                 let info = try await backend.itemInfo(path)
                 guard rules.belongsToAccount(info.attributes) else { continue }
                 known[path] = info
                 paths.append(path)
             }
-            let locked = theirs.locked.filter { known[$0] != nil }
-            if !locked.isEmpty {
-                // Adopted items that were locked: unlock them the way findItems unlocked ours.
+            // Items taken that were locked: unlock them the way findItems unlocked ours.
+            if others.locked.contains(where: { known[$0] != nil }) {
+                _ = try await backend.findItems(matching: byAccount, in: collection)
+            }
+            if theirs.locked.contains(where: { known[$0] != nil }) {
                 _ = try await backend.findItems(matching: byUsername, in: collection)
             }
             return FoundItems(paths: paths, known: known, token: sameMoment ? ours.changeToken : nil)
         }
+    }
+
+    private static func result<Value>(_ body: () async throws(SecretServiceError) -> Value) async -> Result<Value, SecretServiceError> {
+        do throws(SecretServiceError) { return .success(try await body()) } catch { return .failure(error) }
     }
 
     /// The item to use among duplicates, for `choice`. Deterministic whoever asks.

@@ -22,7 +22,7 @@ extension SecretServiceStore {
                 let secret = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), count: bytes.count,
                                   deallocator: .none)
                 _ = try await calls.createItem(
-                    in: keyCollection, label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key),
+                    in: keyCollection, label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key, app: app),
                     secret: SecretValue(bytes: secret, contentType: "application/octet-stream"), replacing: false)
             }
         }
@@ -37,8 +37,12 @@ extension SecretServiceStore {
         let calls = self.calls.ending(by: deadline)
         return try await run { () async throws(SecretServiceError) in
             let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, "key-id": id.hexString], in: keyCollection)
-            guard let path = found.all.first else { return nil }
-            return try await load(try await calls.itemInfo(path), calls, foundAt: found.changeToken)
+            for path in found.all {
+                let info = try await calls.itemInfo(path)
+                // Another app's key item is never used, even under an id an envelope names.
+                if AccountRules.isOwn(info.attributes, by: app) { return try await load(info, calls, foundAt: found.changeToken) }
+            }
+            return nil
         }
     }
 
@@ -73,7 +77,7 @@ extension SecretServiceStore {
     }
 
     private func oldestKey(_ calls: any SecretServiceCalls) async throws(SecretServiceError) -> KeyVault.KeyChoice? {
-        let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema], in: keyCollection)
+        let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, AppIdentity.attribute: app], in: keyCollection)
         var candidates: [(created: Date, id: KeyID, info: SecretItemInfo)] = []
         for path in found.all {
             let info = try await calls.itemInfo(path)

@@ -19,17 +19,21 @@ struct SecretServiceStore: KeyringStore {
     let calls: any SecretServiceCalls
     /// Where SecuredKeyEncryptor's key items are (items of an account name their own, ``AccountRules``).
     let keyCollection: CollectionReference
+    /// The app whose keys these are (``AppIdentity/id``).
+    let app: String
     /// Each key item loaded: where, its `key-check`, and the change token when it was found.
     let knownKeys = Locked<[KeyID: (path: ItemPath, checkValue: String?, token: ChangeToken)]>([:])
 
-    init(calls: any SecretServiceCalls, keyCollection: CollectionReference) {
+    init(calls: any SecretServiceCalls, keyCollection: CollectionReference, app: String) {
         self.calls = calls
         self.keyCollection = keyCollection
+        self.app = app
     }
 
     /// The store on `configuration`'s bus, through the process's one connection there.
     static func shared(for configuration: KeychainConfiguration) -> SecretServiceStore {
-        SecretServiceStore(calls: ClientCalls.shared(for: configuration), keyCollection: configuration.collection)
+        SecretServiceStore(calls: ClientCalls.shared(for: configuration), keyCollection: configuration.collection,
+                           app: configuration.appIdentity.id)
     }
 
     /// The account's secret. The remembered item (found before, and nothing created or deleted
