@@ -39,6 +39,11 @@ struct Probe {
 
     static func run() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
+        // The app identity the tests give it (theirs, so that they share items), set at start-up as
+        // an app sets its own; empty or unset: the probe's own (its executable).
+        if let app = ProcessInfo.processInfo.environment["KEYCHAIN_PROBE_APP"], !app.isEmpty {
+            do { try AppIdentity.set(app) } catch { usage() }
+        }
         var configuration = KeychainConfiguration()
         var encrypt = false
         while let option = arguments.first, option.hasPrefix("--") {

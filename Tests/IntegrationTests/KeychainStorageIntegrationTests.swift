@@ -257,7 +257,8 @@ struct Integration {
             try await storage.save(item: "collapsed")
             let items = try SecretTool.search(lookup(account))
             #expect(items.count == 1)
-            #expect(items.first?.storedAttributes == attributes)
+            #expect(items.first?.storedAttributes == attributes.merging([AppIdentity.attribute: AppIdentity.current.id]) { $1 },
+                    "1.x's items (no app) collapsed onto one, now the app's")
             #expect(items.first?.label == label)
             #expect(try await storage.get() == "collapsed")
             try await storage.delete()

@@ -127,6 +127,12 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
 
 private func runBlocking(_ program: String, _ arguments: [String], input: Data?,
                          environment: [String: String]?, timeout: TimeInterval) throws -> ProcessResult {
+    // keychain-probe is this test process's app (AppIdentity) unless a test says otherwise: the
+    // probe sets KEYCHAIN_PROBE_APP as its identity at start-up, as an app sets its own.
+    var environment = environment
+    if program == Harness.probePath, environment?["KEYCHAIN_PROBE_APP"] == nil {
+        environment = (environment ?? ProcessInfo.processInfo.environment).merging(["KEYCHAIN_PROBE_APP": AppIdentity.current.id]) { $1 }
+    }
     var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
     guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0, pipe(&stderrPipe) == 0 else {
         throw HarnessError("pipe failed: errno \(errno)")

@@ -8,45 +8,55 @@ import Waiting
 @Suite("Copying the host's items into the sandbox's file keyring")
 struct HostMigrationTests {
     private let service = "com.pingidentity.keychainService"
+    static let app = "org.example.Sandboxed"
 
     private func migration(_ host: FakeSecretService, _ keyring: FileKeyring, answers: Bool = true) -> HostMigration {
-        HostMigration(host: host, hostAnswers: { answers }, keyring: keyring, service: service, collection: .default,
-                      deadline: Deadline(timeout: .seconds(120)))
+        HostMigration(host: host, hostAnswers: { answers }, keyring: keyring, service: service, app: Self.app,
+                      collection: .default, deadline: Deadline(timeout: .seconds(120)))
     }
 
-    @Test func theServicesItemsAndTheKeysAreCopiedInOnceAndTheHostKeepsEveryOne() async throws {
+    /// The items and keys no app owns (PingStorage 1.x's, Python keyring's) are copied and stay on
+    /// the host; the sandbox's own app's are moved (copied, then deleted on the host); another
+    /// app's are neither copied nor touched. Once.
+    @Test func theAppsOwnItemsMoveNoAppsAreCopiedAndAnotherAppsStay() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
         let host = FakeSecretService()
+        let app = AppIdentity.attribute
         host.seed(attributes: ["service": service, "account": "a", "username": "a", "xdg:schema": "com.pingidentity.PingStorage"],
                   secret: "\"token\"", label: "a (svc)")
         host.seed(attributes: ["service": service, "username": "py"], secret: "python", label: "python keyring")
         host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": "00112233445566778899aabbccddeeff"],
                   secret: String(repeating: "k", count: 32), label: KeyVault.label)
-        host.seed(attributes: ["service": "another.app", "account": "a"], secret: "not ours")
+        let own = host.seed(attributes: ["service": service, "account": "mine", app: Self.app], secret: "\"own\"")
+        let ownKey = host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": "ffeeddccbbaa99887766554433221100", app: Self.app],
+                               secret: String(repeating: "o", count: 32), label: KeyVault.label)
+        host.seed(attributes: ["service": service, "account": "theirs", app: "org.example.Other"], secret: "\"other app\"")
+        host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": "0123456789abcdef0123456789abcdef", app: "org.example.Other"],
+                  secret: String(repeating: "x", count: 32), label: KeyVault.label)
+        host.seed(attributes: ["service": "another.service", "account": "a"], secret: "not ours")
         let keyring = file.keyring
 
         let outcome = await migration(host, keyring).run()
-        #expect(outcome == .copied(copied: 3, alreadyThere: 0))
+        #expect(outcome == .copied(copied: 5, alreadyThere: 0, moved: 2))
         let items = try keyring.items()
-        #expect(items.count == 4, "three items and the marker")
+        #expect(items.count == 6, "five items and the marker")
         let copied = try #require(items.first { $0.attributes["account"] == "a" })
         #expect(copied.secret == FileKeyringSecret(utf8: "\"token\""))
         #expect(copied.label == "a (svc)")
         #expect(copied.created == 1_700_000_000, "the host's times are kept")
         #expect(items.contains { $0.attributes["username"] == "py" && $0.secret == FileKeyringSecret(utf8: "python") })
-        #expect(items.contains { $0.attributes["xdg:schema"] == KeyVault.schema }, "the key is copied")
-        // The service and the keys are shared with every other app on the host: nothing there is
-        // provably this app's, so nothing there is deleted or rewritten.
-        #expect(host.items.count == 4, "every host item stays")
-        #expect(host.writes.isEmpty, "nothing was written on the host")
+        #expect(items.contains { $0.attributes["account"] == "mine" && $0.secret == FileKeyringSecret(utf8: "\"own\"") })
+        #expect(items.filter { $0.attributes["xdg:schema"] == KeyVault.schema }.count == 2, "no app's key and the app's own")
+        #expect(!items.contains { $0.attributes[app] == "org.example.Other" }, "another app's are not copied")
+        #expect(Set(host.writes) == ["delete \(own)", "delete \(ownKey)"], "the app's own were deleted on the host, nothing else written")
+        #expect(host.items.count == 6, "no app's, another app's and another service's stay on the host")
 
         host.seed(attributes: ["service": service, "account": "late"], secret: "late")
         let again = await migration(host, keyring).run()
         #expect(again == .alreadyDone, "once")
-        #expect(try keyring.items().count == 4, "an item the host gets later is not copied")
-        // KeychainStorage reads what was copied in.
-        #expect(try await file.storage(String.self, account: "a").get() == "token")
+        #expect(try keyring.items().count == 6, "an item the host gets later is not copied")
+        #expect(try await file.storage(String.self, account: "a").get() == "token", "KeychainStorage reads what was copied in")
     }
 
     @Test func anItemTheFileHasIsLeftAsTheFileHasItAndTheHostsToo() async throws {
@@ -58,7 +68,7 @@ struct HostMigrationTests {
         let keyring = file.keyring
         try keyring.store(label: "sandbox's", attributes: attributes, secret: FileKeyringSecret(utf8: "sandbox value"))
         let outcome = await migration(host, keyring).run()
-        #expect(outcome == .copied(copied: 0, alreadyThere: 1))
+        #expect(outcome == .copied(copied: 0, alreadyThere: 1, moved: 0))
         #expect(host.items.count == 1 && host.writes.isEmpty, "the host keeps its item as it was")
         #expect(try keyring.items().first { $0.attributes == attributes }?.secret == FileKeyringSecret(utf8: "sandbox value"))
     }
@@ -73,7 +83,7 @@ struct HostMigrationTests {
         host.seed(attributes: ["service": service, "account": "far"], secret: "far", modifiedOffset: Double(UInt64.max) - clock,
                   createdOffset: Double(UInt64.max) - clock)
         host.seed(attributes: ["service": service, "account": "early"], secret: "early", modifiedOffset: -clock - 10)
-        #expect(await migration(host, file.keyring).run() == .copied(copied: 2, alreadyThere: 0))
+        #expect(await migration(host, file.keyring).run() == .copied(copied: 2, alreadyThere: 0, moved: 0))
         let far = try #require(try file.keyring.items().first { $0.attributes["account"] == "far" })
         #expect(far.created == .max && far.modified == .max)
         let early = try #require(try file.keyring.items().first { $0.attributes["account"] == "early" })

@@ -88,8 +88,8 @@ struct KeychainInventoryTests {
         let inventory = try #require(try await FileKeyringInventory.open(for: file.configuration))
         #expect(inventory.movedIn == nil, "a set backend moves nothing in")
         let keychain = FileKeychain.shared(path: file.path, configuration: file.configuration)
-        keychain.migrations.withLock { $0[service] = .copied(copied: 2, alreadyThere: 0) }
-        #expect(inventory.movedIn?.description == "from the host's Secret Service: 2 item(s) copied in; the host's copies stay where they are")
+        keychain.migrations.withLock { $0[service] = .copied(copied: 2, alreadyThere: 0, moved: 1) }
+        #expect(inventory.movedIn?.description == "from the host's Secret Service: 2 item(s) copied in; 1 of the app's own removed from the host, the others (no app's) stay there")
         #expect(inventory.movedIn?.error == nil)
         keychain.migrations.withLock { $0[service] = .alreadyDone }
         #expect(inventory.movedIn?.description == "the host's items were copied in before")

@@ -6,7 +6,7 @@ import Waiting
 /// setting or outside a sandbox (``BackendRule``); inside a sandbox by asking the Secret portal
 /// for the app's secret (which the file keyring needs anyway), falling back to the Secret Service
 /// when the portal cannot give one but the app may talk to `org.freedesktop.secrets`. There, the
-/// host's items are copied in once (``HostMigration``). A decision that failed is made again by
+/// host's items are moved in once (``HostMigration``). A decision that failed is made again by
 /// the next call.
 final class KeychainPlaces: Sendable {
     static let shared = KeychainPlaces()
@@ -107,7 +107,7 @@ final class KeychainPlaces: Sendable {
             reason: "in a Flatpak sandbox (\(BackendRule.sandboxMarker) exists), and the Secret portal gave the app's secret"))
     }
 
-    /// Runs ``HostMigration`` (a copy: the host keeps its items) when the host's Secret Service
+    /// Runs ``HostMigration`` (the app's own items moved, no app's copied) when the host's Secret Service
     /// answers; records the outcome.
     private static func copyHostItemsIn(_ configuration: KeychainConfiguration, _ keychain: FileKeychain,
                                         _ client: SecretServiceClient, _ deadline: Deadline) async {
@@ -117,7 +117,8 @@ final class KeychainPlaces: Sendable {
                 do { _ = try await client.provider() } catch { return false }
                 return true
             },
-            keyring: keyring, service: configuration.service, collection: configuration.collection, deadline: deadline)
+            keyring: keyring, service: configuration.service, app: configuration.appIdentity.id,
+            collection: configuration.collection, deadline: deadline)
         let outcome = await migration.run()
         keychain.migrations.withLock { $0[configuration.service] = outcome }
         let message = "Copying the host's items of \(configuration.service) into the file keyring: \(outcome)"

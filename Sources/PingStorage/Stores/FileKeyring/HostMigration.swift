@@ -7,21 +7,23 @@ import FileKeyring
 import SecretService
 import Waiting
 
-/// Copying an app's items from the host's Secret Service into its sandbox's file keyring, once,
-/// when a sandboxed app can reach both (its manifest grants `--talk-name=org.freedesktop.secrets`):
-/// the items of the configuration's `service` (whoever wrote them) and SecuredKeyEncryptor's keys.
+/// Moving an app's items from the host's Secret Service into its sandbox's file keyring, once,
+/// when a sandboxed app can reach both (its manifest grants `--talk-name=org.freedesktop.secrets`).
 ///
-/// **Nothing is deleted or changed on the host.** One keyring serves every app of the user: the
-/// configuration's service is shared by every app that keeps the default
-/// (`com.pingidentity.keychainService`), and key items carry no service at all, so a host item
-/// cannot be proven to be this app's own, and another app may still need it (its key above all:
-/// without it, everything that app encrypted is lost). The host's copies stay; the doctor and the
-/// Flatpak article say how to remove them.
+/// - **The app's own items and keys** (`pingstorage-app` = the sandbox's app id, ``AppIdentity``:
+///   the same app run outside the sandbox before) are moved: copied in, then deleted on the host
+///   once the file holds them. They are provably this app's.
+/// - **Items and keys no app owns** (the configuration's `service` without `pingstorage-app`:
+///   PingStorage 1.x's, Python keyring's, secret-tool's; 1.x's keys) are copied and left on the
+///   host: another app may still need them (a 1.x key above all: without it, everything that app
+///   encrypted is lost). The doctor and the Flatpak article say how to remove them.
+/// - **Another app's items and keys** are neither copied nor touched.
 ///
 /// The copy is one transaction of the file: the items the file lacks (by exact attributes: an
 /// item the file already has is left as the file has it, the sandbox's copy is the newer) and a
-/// marker item (attributes `xdg:schema` = ``markerSchema`` and `service`) that records that it
-/// was done, so it is done once, and either whole or not at all.
+/// marker item (attributes `xdg:schema` = ``markerSchema``, `service` and the app) that records
+/// that it was done, so it is done once, and either whole or not at all. Deleting the moved items
+/// on the host comes after; one that cannot be deleted stays there as a copy (nothing is lost).
 struct HostMigration: Sendable {
     /// The result, for ping-keyring's doctor.
     enum Outcome: Sendable, Hashable, CustomStringConvertible {
@@ -30,8 +32,8 @@ struct HostMigration: Sendable {
         /// The host's Secret Service is out of the app's reach (the usual Flatpak case).
         case hostUnreachable
         /// `copied` items were copied in; `alreadyThere` were not, the file had items with their
-        /// attributes. The host keeps all of them.
-        case copied(copied: Int, alreadyThere: Int)
+        /// attributes; `moved` of the app's own were deleted on the host after the copy.
+        case copied(copied: Int, alreadyThere: Int, moved: Int)
         /// Not done (the host was locked, a call failed): retried by the next process.
         case failed(KeychainError)
 
@@ -39,9 +41,9 @@ struct HostMigration: Sendable {
             switch self {
             case .alreadyDone: "done before"
             case .hostUnreachable: "the host's Secret Service is out of reach: nothing to copy in"
-            case .copied(let copied, let alreadyThere):
+            case .copied(let copied, let alreadyThere, let moved):
                 "\(copied) item(s) copied in" + (alreadyThere > 0 ? ", \(alreadyThere) not (the sandbox had its own)" : "")
-                    + "; the host's copies stay where they are"
+                    + "; \(moved) of the app's own removed from the host, the others (no app's) stay there"
             case .failed(let error): "not done, retried next time: \(error.errorMessage)"
             }
         }
@@ -49,27 +51,33 @@ struct HostMigration: Sendable {
 
     static let markerSchema = "com.pingidentity.PingStorage.MovedIn"
 
-    /// The host's Secret Service, read only.
+    /// The host's Secret Service.
     let host: any SecretServiceCalls
     /// Whether the host's Secret Service answers (asked only when the marker is missing).
     let hostAnswers: @Sendable () async -> Bool
     let keyring: FileKeyring
     let service: String
+    /// The sandbox's app id (``AppIdentity/id``).
+    let app: String
     let collection: CollectionReference
     let deadline: Deadline
 
-    /// Copies the items in, unless the marker says it was done. Never throws: a failure is the
-    /// outcome (the app goes on with the file keyring either way).
+    /// Moves and copies the items in, unless the marker says it was done. Never throws: a failure
+    /// is the outcome (the app goes on with the file keyring either way).
     func run() async -> Outcome {
         do {
-            let marker = ["xdg:schema": Self.markerSchema, "service": service]
-            if try await keyring.items(by: deadline.instant).contains(where: { $0.matches(marker) }) { return .alreadyDone }
+            let marker = ["xdg:schema": Self.markerSchema, "service": service, AppIdentity.attribute: app]
+            // A marker without an app: written before apps had identities, when everything was moved.
+            let isMarker = { @Sendable (item: FileKeyringItem) in
+                item.matches(["xdg:schema": Self.markerSchema, "service": service]) && AccountRules.isOwn(item.attributes, by: app)
+            }
+            if try await keyring.items(by: deadline.instant).contains(where: isMarker) { return .alreadyDone }
             guard await hostAnswers() else { return .hostUnreachable }
             let hostItems = try await readHostItems()
             let label = "PingStorage: the host's items of \(service) were copied in"
             let copied = try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> Int? in
                 // Another process of the app copied them in since the check above.
-                guard !items.contains(where: { $0.matches(marker) }) else { return nil }
+                guard !items.contains(where: isMarker) else { return nil }
                 let missing = hostItems.filter { item in !items.contains { $0.attributes == item.info.attributes } }
                 for item in missing {
                     items.append(FileKeyringItem(
@@ -80,7 +88,8 @@ struct HostMigration: Sendable {
                 return missing.count
             }
             guard let copied else { return .alreadyDone }
-            return .copied(copied: copied, alreadyThere: hostItems.count - copied)
+            let moved = await removeOwnItemsFromHost(hostItems)
+            return .copied(copied: copied, alreadyThere: hostItems.count - copied, moved: moved)
         } catch let error as FileKeyringError {
             return .failed(KeychainError(error))
         } catch let error as SecretServiceError {
@@ -102,9 +111,13 @@ struct HostMigration: Sendable {
     private struct HostItem: Sendable {
         let info: SecretItemInfo
         let secret: FileKeyringSecret
+        /// Whether it is the app's own (moved), not no app's (copied).
+        var isOwn: Bool { info.attributes[AppIdentity.attribute] == app }
+        let app: String
     }
 
-    /// The service's items and every key item on the host, with their secrets.
+    /// The service's items and the key items on the host that are the app's or no app's, with
+    /// their secrets.
     private func readHostItems() async throws(SecretServiceError) -> [HostItem] {
         let client = host.ending(by: deadline)
         var paths = try await client.findItems(matching: ["service": service], in: collection).all
@@ -115,10 +128,27 @@ struct HostMigration: Sendable {
         var items: [HostItem] = []
         for path in paths {
             let info = try await client.itemInfo(path)
+            guard AccountRules.isOwn(info.attributes, by: app) else { continue }  // another app's: not ours to take
             var value = try await client.secret(of: path).value.bytes
             defer { value.wipe() }
-            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value)))
+            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value), app: app))
         }
         return items
+    }
+
+    /// Deletes the app's own items on the host, now that the file holds them; how many went. One
+    /// that cannot be deleted (locked meanwhile, gone) stays as a copy: logged, never fatal.
+    private func removeOwnItemsFromHost(_ items: [HostItem]) async -> Int {
+        let client = host.ending(by: deadline)
+        var removed = 0
+        for item in items where item.isOwn {
+            do {
+                _ = try await client.deleteItem(item.info.path)
+                removed += 1
+            } catch {
+                Log.warning("Moving into the sandbox: the app's item \(item.info.path) stays on the host as a copy", error: KeychainError(error))
+            }
+        }
+        return removed
     }
 }
