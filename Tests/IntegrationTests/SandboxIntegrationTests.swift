@@ -160,7 +160,7 @@ struct SandboxIntegration {
         }
     }
 
-    @Suite("Moving in: the host's items and keys copied into the sandbox, once; the host keeps every one",
+    @Suite("Moving in: the app's own host items moved into the sandbox, no app's copied, another app's left",
            .enabled(if: Harness.sandboxPortal == "gnome" && Harness.hostSecretsReachable,
                     "needs `dbus-test/run --sandbox-talk-secrets`"))
     struct MovingIn {
@@ -174,46 +174,61 @@ struct SandboxIntegration {
             return result.output.split(separator: "'").map(String.init).filter { $0.hasPrefix("/org/freedesktop/secrets/collection/") }
         }
 
-        /// App A on the host (the Secret Service, the default configuration) saved a plain item and
-        /// a SecuredKeyEncryptor one; app B, sandboxed with `--talk-name=org.freedesktop.secrets`,
-        /// then makes its first call. B reads its copies, and A still reads its own, decrypted: the
-        /// service and the key are shared by every app on the host, so none of it is B's to delete.
-        @Test func aSandboxedAppsFirstCallLeavesTheHostAppsItemsAndKeyInPlace() async throws {
-            let plain = uniqueAccount(), encrypted = uniqueAccount()
-            // A is kept on the Secret Service, as every app outside the sandbox is.
-            let appA = ProcessInfo.processInfo.environment.merging(["PINGSTORAGE_BACKEND": "secret-service"]) { $1 }
-            func probe(_ arguments: [String], as environment: [String: String]? = nil) async throws -> ProcessResult {
-                try await run(Harness.probePath, arguments, environment: environment)
+        /// On the host (the Secret Service): the sandboxed app's own earlier items and key (same
+        /// app id, run outside the sandbox before), another app's, and an item of PingStorage 1.x
+        /// (no app). The sandboxed app's first call (with `--talk-name=org.freedesktop.secrets`)
+        /// moves its own in (gone from the host), copies the 1.x item (kept on the host), and
+        /// neither copies nor touches the other app's, which still reads its items decrypted.
+        @Test func aSandboxedAppsFirstCallMovesItsOwnItemsAndLeavesAnotherAppsInPlace() async throws {
+            let own = uniqueAccount(), ownSealed = uniqueAccount(), theirs = uniqueAccount(), legacy = uniqueAccount()
+            let app = AppIdentity.current.id
+            #expect(AppIdentity.current.source == .flatpak && app == ProcessInfo.processInfo.environment["FLATPAK_ID"])
+            let onHost = ["PINGSTORAGE_BACKEND": "secret-service"]
+            func probe(_ arguments: [String], app: String? = nil, host: Bool = false) async throws -> ProcessResult {
+                var environment = ProcessInfo.processInfo.environment.merging(host ? onHost : [:]) { $1 }
+                if let app { environment["KEYCHAIN_PROBE_APP"] = app }
+                return try await run(Harness.probePath, arguments, environment: environment)
             }
-            var result = try await probe(["save", plain, "plain from A"], as: appA)
-            #expect(result.status == 0, "\(result.stderr)")
-            result = try await probe(["--encrypt", "save", encrypted, "sealed by A"], as: appA)
-            #expect(result.status == 0, "\(result.stderr)")
-            let keysBefore = try await Self.hostItems(["xdg:schema": KeychainStorageSchemas.key])
-            #expect(!keysBefore.isEmpty)
+            let other = "com.example.Other.\(theirs.suffix(8))"
+            for (arguments, owner) in [(["save", own, "own plain"], app), (["--encrypt", "save", ownSealed, "own sealed"], app),
+                                       (["save", theirs, "their plain"], other), (["--encrypt", "save", theirs + "-sealed", "their sealed"], other)] {
+                let result = try await probe(arguments, app: owner, host: true)
+                #expect(result.status == 0, "\(result.stderr)")
+            }
+            _ = try await SecretServiceClient().createItem(
+                in: .default, label: "\(legacy) (1.x)",
+                attributes: lookup(legacy).merging(["username": legacy, "xdg:schema": KeychainStorageSchemas.item]) { $1 },
+                secret: SecretValue(bytes: Data("\"from 1.x\"".utf8)))
+            let ownKeys = try await Self.hostItems(["xdg:schema": KeychainStorageSchemas.key, AppIdentity.attribute: app])
+            let otherKeys = try await Self.hostItems(["xdg:schema": KeychainStorageSchemas.key, AppIdentity.attribute: other])
+            #expect(ownKeys.count == 1 && otherKeys.count == 1)
 
-            // B's first call (the automatic backend: the file keyring) copies them in.
-            result = try await probe(["get", plain])
-            #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.output == "plain from A\n", "B reads its copy")
-            result = try await probe(["--encrypt", "get", encrypted])
-            #expect(result.status == 0, "\(result.stderr)")
-            #expect(result.output == "sealed by A\n", "B decrypts its copy with the copied key")
-            let inFile = try await SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", plain])
-            #expect(inFile.output == "\"plain from A\"", "libsecret reads the copied item from the file")
+            // The sandboxed app's first call (the automatic backend: the file keyring).
+            var result = try await probe(["get", own])
+            #expect(result.output == "own plain\n", "\(result.stderr)")
+            result = try await probe(["--encrypt", "get", ownSealed])
+            #expect(result.output == "own sealed\n", "decrypted with its key, moved in: \(result.stderr)")
+            #expect(try await probe(["get", legacy]).output == "from 1.x\n", "the 1.x item copied in")
+            #expect(try await probe(["get", theirs]).status == 1, "another app's item is not copied")
+            let inFile = try await SandboxIntegration.libsecret(["lookup", "service", KeychainConfiguration.defaultService, "account", own])
+            #expect(inFile.output == "\"own plain\"", "libsecret reads the moved item from the file")
 
-            // A still has everything, as a client we did not write sees it, and reads it decrypted.
-            #expect(try await Self.hostItems(lookup(plain)).count == 1)
-            #expect(try await Self.hostItems(lookup(encrypted)).count == 1)
-            #expect(try await Set(Self.hostItems(["xdg:schema": KeychainStorageSchemas.key])) == Set(keysBefore), "no key left the host")
-            result = try await probe(["get", plain], as: appA)
-            #expect(result.output == "plain from A\n", "\(result.stderr)")
-            result = try await probe(["--encrypt", "get", encrypted], as: appA)
-            #expect(result.output == "sealed by A\n", "\(result.stderr)")
+            // The host, as a client we did not write sees it.
+            #expect(try await Self.hostItems(lookup(own)).isEmpty, "the app's own item left the host")
+            #expect(try await Self.hostItems(lookup(ownSealed)).isEmpty)
+            #expect(try await Self.hostItems(["xdg:schema": KeychainStorageSchemas.key, AppIdentity.attribute: app]).isEmpty,
+                    "and its key")
+            #expect(try await Self.hostItems(lookup(legacy)).count == 1, "the 1.x item stays on the host")
+            #expect(try await Self.hostItems(lookup(theirs)).count == 1, "the other app's item stays")
+            #expect(try await Self.hostItems(["xdg:schema": KeychainStorageSchemas.key, AppIdentity.attribute: other]) == otherKeys)
+            result = try await probe(["get", theirs], app: other, host: true)
+            #expect(result.output == "their plain\n", "\(result.stderr)")
+            result = try await probe(["--encrypt", "get", theirs + "-sealed"], app: other, host: true)
+            #expect(result.output == "their sealed\n", "\(result.stderr)")
 
             // Once: an item the host gets later stays there only.
             let later = uniqueAccount()
-            _ = try await probe(["save", later, "later"], as: appA)
+            _ = try await probe(["save", later, "later"], app: app, host: true)
             #expect(try await probe(["get", later]).status == 1)
             #expect(try await Self.hostItems(lookup(later)).count == 1)
             #expect(try await KeychainConfiguration().backendInUse().kind == .fileKeyring(path: Harness.sandboxKeyring))
