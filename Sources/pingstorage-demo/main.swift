@@ -29,6 +29,8 @@ func fakeJWT(subject: String, length: Int) -> String {
 @main
 struct Demo {
     static func main() async {
+        // The app's identity, set at start-up as a bundle identifier is: its items are its own.
+        try? AppIdentity.set("com.pingidentity.PingStorage.demo")
         // A service of its own, so the demo never touches a real app's ACCESS_TOKEN_STORAGE item.
         let configuration = KeychainConfiguration(service: "com.pingidentity.PingStorage.demo")
         let storage = KeychainStorage<TokenSet>(account: "ACCESS_TOKEN_STORAGE", configuration: configuration)
@@ -41,7 +43,7 @@ struct Demo {
 
         do {
             print("PingStorage demo: KeychainStorage<TokenSet>(account: \"ACCESS_TOKEN_STORAGE\")")
-            print("  service attribute: \(configuration.service), collection: \(configuration.collection)")
+            print("  service attribute: \(configuration.service), app: \(configuration.appIdentity), collection: \(configuration.collection)")
 
             try await storage.save(item: tokens)
             print("1. saved an OIDC token set (access, refresh and ID token, expiry)")
