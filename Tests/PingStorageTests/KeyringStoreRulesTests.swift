@@ -150,21 +150,24 @@ struct KeyringStoreRulesTests {
     }
 
     /// An item whose `account` is another's is never taken, whatever its `username`; another
-    /// service's item is never touched; a delete removes exactly the account's items.
+    /// service's or another app's item (the newest, here) is never read or touched; a delete
+    /// removes exactly the account's items.
     @Test(arguments: StoreKind.allCases)
     func onlyTheAccountsItemsAreReadWrittenOrDeleted(_ kind: StoreKind) async throws {
         let subject = try StoreUnderTest(kind)
         defer { subject.cleanUp() }
         let otherAccount = ["service": Self.service, "account": "other", "username": "acct"]
         let otherService = ["service": "elsewhere", "account": "acct"]
+        let otherApp = Self.ours.merging([AppIdentity.attribute: "com.example.Other"]) { $1 }
         try await subject.seed("other account", otherAccount, "not-ours", 1_700_000_010, 1_700_000_010)
         try await subject.seed("other service", otherService, "not-ours-either", 1_700_000_010, 1_700_000_010)
+        try await subject.seed("other app", otherApp, "another-apps", 1_700_000_090, 1_700_000_090)
         #expect(try await subject.read() == nil)
         try await subject.write("ours")
         try await subject.seed("Password for 'acct'", Self.theirs, "adopted", 1_700_000_005, 1_700_000_005)
         try await subject.store.delete(subject.rules, by: StoreUnderTest.deadline)
         #expect(try await subject.read() == nil)
         let left = try await subject.contents().map(\.secret).sorted()
-        #expect(left == ["not-ours", "not-ours-either"], "\(left)")
+        #expect(left == ["another-apps", "not-ours", "not-ours-either"], "\(left)")
     }
 }
