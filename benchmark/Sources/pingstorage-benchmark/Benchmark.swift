@@ -102,7 +102,7 @@ struct PingStorageBenchmark {
                             benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count,
                             mode: options.short ? "short" : "full"),
             operations: results, unavailable: unavailable, concurrency: scaling, memory: memory, issue15: issue15,
-            targets: Report.targets(results, scaling, memory) + issue15.targets,
+            targets: Report.targets(results, scaling, memory) + issue15.targets + issue15.issue23Targets,
             durationSeconds: (clock.now - started).seconds)
 
         print(report.text)

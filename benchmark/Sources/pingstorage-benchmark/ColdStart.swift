@@ -80,9 +80,10 @@ struct ColdStartBenchmark {
     }
 
     /// The commands of issue 15: the spawn floor, the Swift floor, `secret-tool lookup` and `--help`, coldstart-get,
-    /// and `get --account` and `--help` of each ping-keyring build, all on the item of `account`.
+    /// and `get --account` and `--help` of each ping-keyring build, all on the item of `account`; and issue 23's
+    /// coldstart-app and its floor when `coldStartApp` is given.
     static func commands(account: String, secretTool: String, coldStartGet: String, swiftHello: String,
-                         pingKeyring: [(label: String, path: String)]) -> [Command] {
+                         coldStartApp: String?, pingKeyring: [(label: String, path: String)]) -> [Command] {
         var commands = [
             Command(id: "floor.true", label: "/bin/true (the launcher's floor)", arguments: ["/bin/true"]),
             Command(id: "floor.swift-hello", label: "swift-hello (a Swift program printing one line)",
@@ -94,6 +95,14 @@ struct ColdStartBenchmark {
             Command(id: "coldstart-get", label: "coldstart-get (KeychainStorage<Token>.get)",
                     arguments: [coldStartGet, account]),
         ]
+        if let coldStartApp {
+            commands.append(Command(id: "coldstart-app", label: "coldstart-app (Foundation, dynamic): get",
+                                    arguments: [coldStartApp, account]))
+            commands.append(Command(id: "coldstart-app.floor", label: "coldstart-app --floor (exits at main)",
+                                    arguments: [coldStartApp, "--floor"]))
+            commands.append(Command(id: "coldstart-app.floor-await", label: "coldstart-app --floor-await (one await)",
+                                    arguments: [coldStartApp, "--floor-await"]))
+        }
         for (index, build) in pingKeyring.enumerated() {
             let suffix = index == 0 ? "" : ".\(index)"
             commands.append(Command(id: "ping-keyring.get\(suffix)", label: "ping-keyring get --account (\(build.label))",

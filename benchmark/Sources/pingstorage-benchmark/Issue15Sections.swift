@@ -38,10 +38,14 @@ extension PingStorageBenchmark {
             return .init(label: build.label, path: build.path, bytes: bytes)
         }
         guard let secretTool = executableInPath("secret-tool") else { throw BenchmarkError("secret-tool is not in PATH") }
+        if options.coldStartApp == nil {
+            results.unavailable.append(.init(contender: "coldstart-app cold start",
+                                             reason: "no build given (benchmark/run passes --coldstart-app PATH)"))
+        }
         if let launcher = options.spawnMeasure {
             let commands = ColdStartBenchmark.commands(account: account, secretTool: secretTool,
                                                        coldStartGet: try tool("coldstart-get"), swiftHello: try tool("swift-hello"),
-                                                       pingKeyring: options.pingKeyring)
+                                                       coldStartApp: options.coldStartApp, pingKeyring: options.pingKeyring)
             results.coldStartRounds = options.coldStartRounds
             results.coldStart = try await ColdStartBenchmark(launcher: launcher, commands: commands,
                                                              rounds: options.coldStartRounds)

@@ -21,6 +21,8 @@ extension PingStorageBenchmark {
         var pingKeyring: [(label: String, path: String)] = []
         /// Issue 15: the cold-start launcher (tools/spawn-measure.c, compiled by benchmark/run).
         var spawnMeasure: String?
+        /// Issue 23: coldstart-app, built as an app usually is (full Foundation, dynamic runtime).
+        var coldStartApp: String?
         /// Issue 15: rounds of whole processes (cold start).
         var coldStartRounds = 40
         /// Issue 15: accounts held by the accounts-rss process, and how many times it runs.
@@ -39,6 +41,7 @@ extension PingStorageBenchmark {
             usage: pingstorage-benchmark [--output DIR] [--plot-data DIR] [--rounds N] [--seed N]
                                          [--memory-ops N] [--short] [--python PATH] [--allow-any-keyring]
                                          [--ping-keyring LABEL=PATH]... [--spawn-measure PATH]
+                                         [--coldstart-app PATH]
                                          [--scale-sizes N,N,...]
               --output DIR       where latest.json goes (default benchmark/results)
               --plot-data DIR    also write latency.tsv, scaling.tsv and scale.tsv there (for gnuplot)
@@ -50,6 +53,7 @@ extension PingStorageBenchmark {
               --ping-keyring LABEL=PATH  a release build of ping-keyring for the cold-start rows
                                  (repeatable; the first is the one the targets judge)
               --spawn-measure PATH  the cold-start launcher (benchmark/tools/spawn-measure.c, built)
+              --coldstart-app PATH  coldstart-app built without --static-swift-stdlib (the app rows)
               --scale-sizes N,N,...  items in the login collection for the scale rows (default 10,1000,5000)
               --allow-any-keyring  run even outside dbus-test/run --isolated (writes hundreds of items!)
             """
@@ -79,6 +83,7 @@ extension PingStorageBenchmark {
                     guard pair.count == 2 else { fail("--ping-keyring needs LABEL=PATH") }
                     options.pingKeyring.append((pair[0], pair[1]))
                 case "--spawn-measure": options.spawnMeasure = value(argument)
+                case "--coldstart-app": options.coldStartApp = value(argument)
                 case "--scale-sizes":
                     let sizes = value(argument).split(separator: ",").compactMap { Int($0) }
                     guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 10 }) else { fail("--scale-sizes needs numbers ≥ 10") }
