@@ -59,7 +59,8 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         self.init(id: id, source: .setByApp)
     }
 
-    init(id: String, source: Source) {
+    /// `id` from `source`, unchecked (the library's own detection, and ping-keyring's tests).
+    package init(id: String, source: Source) {
         self.id = id
         self.source = source
     }
@@ -83,8 +84,9 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         return detected
     }
 
-    /// The identity the process has without ``set(_:)`` (read once).
-    static let detected: AppIdentity = detect(
+    /// The identity the process has without ``set(_:)`` (read once). Package-wide so that
+    /// ping-keyring can tell a sandbox's id (its default app) from the executable fallback (its own path).
+    package static let detected: AppIdentity = detect(
         environment: ProcessEnvironment.values(of: ["FLATPAK_ID", "SNAP_NAME", "APPIMAGE"]),
         flatpakInfo: try? String(contentsOfFile: BackendRule.sandboxMarker, encoding: .utf8),
         executable: executablePath())

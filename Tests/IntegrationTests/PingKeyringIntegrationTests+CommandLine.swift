@@ -53,7 +53,7 @@ extension Integration.PingKeyring {
             // One collection only (KeePassXC, KWallet): --collection by path reaches it, and a
             // missing alias is a clear error naming it.
             let path = Harness.defaultCollectionPath
-            let saved = try jsonObject(try pingKeyring(["save", "--account", account, "--collection", path, "--json"],
+            let saved = try jsonObject(try pingKeyring(asTestApp + ["save", "--account", account, "--collection", path, "--json"],
                                                        input: Data("1".utf8)))
             #expect(saved["collection"] as? String == path)
             #expect(try pingKeyring(["get", "--account", account, "--collection", path]).output == "1\n")
@@ -62,7 +62,7 @@ extension Integration.PingKeyring {
             #expect(noSession.stderr.contains("error: collectionNotFound:") && noSession.stderr.contains(path))
             return
         }
-        let saved = try jsonObject(try pingKeyring(["save", "--account", account, "--collection", Harness.scratchCollectionName, "--json"],
+        let saved = try jsonObject(try pingKeyring(asTestApp + ["save", "--account", account, "--collection", Harness.scratchCollectionName, "--json"],
                                                    input: Data("1".utf8)))
         #expect(saved["collection"] as? String == "/org/freedesktop/secrets/collection/session")
         #expect(try SecretTool.lookup(lookup(account)) == Data("1".utf8))

@@ -12,7 +12,7 @@ extension Integration.PingKeyring {
         let json = #"{"accessToken":"\#(secret)","expiresIn":3600}"#
         defer { try? SecretTool.clear(lookup(account)) }
 
-        let saved = try pingKeyring(["save", "--account", account, "--encrypt"], input: Data((json + "\n").utf8))
+        let saved = try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt"], input: Data((json + "\n").utf8))
         #expect(saved.status == 0, "\(saved.stderr)")
         #expect(saved.stderr.isEmpty)
         // In the keyring: the envelope (magic, version 1, key id, …), 49 bytes longer than the JSON,
@@ -30,7 +30,7 @@ extension Integration.PingKeyring {
         let items = try SecretTool.search(lookup(account))
         #expect(items.count == 1)
         #expect(items.first?.storedAttributes == ["service": defaultService, "account": account, "username": account,
-                                            "xdg:schema": "com.pingidentity.PingStorage"])
+                                            "xdg:schema": "com.pingidentity.PingStorage", AppIdentity.attribute: testApp])
         #expect(items.first?.label == "\(account) (\(defaultService))")
 
         let got = try pingKeyring(["get", "--account", account])
@@ -47,7 +47,7 @@ extension Integration.PingKeyring {
         #expect(rawJSON["encoding"] as? String == "base64")
         #expect(rawJSON["value"] as? String == stored.base64EncodedString())
 
-        let savedJSON = try jsonObject(try pingKeyring(["save", "--account", account, "--encrypt", "--json"],
+        let savedJSON = try jsonObject(try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt", "--json"],
                                                        input: Data(json.utf8)))
         #expect(savedJSON["encrypted"] as? String == "yes")
         #expect(savedJSON["keyID"] as? String == key, "the same (oldest) key for every save")
@@ -59,8 +59,8 @@ extension Integration.PingKeyring {
     @Test func listShowsAnEncryptedItemAsEncryptedWithItsKey() async throws {
         let encrypted = uniqueAccount("encrypted"), plain = uniqueAccount("plain")
         defer { for account in [encrypted, plain] { try? SecretTool.clear(lookup(account)) } }
-        #expect(try pingKeyring(["save", "--account", encrypted, "--encrypt"], input: Data(#""hidden""#.utf8)).status == 0)
-        #expect(try pingKeyring(["save", "--account", plain], input: Data(#""shown""#.utf8)).status == 0)
+        #expect(try pingKeyring(asTestApp + ["save", "--account", encrypted, "--encrypt"], input: Data(#""hidden""#.utf8)).status == 0)
+        #expect(try pingKeyring(asTestApp + ["save", "--account", plain], input: Data(#""shown""#.utf8)).status == 0)
         let key = keyID(of: try #require(try SecretTool.lookup(lookup(encrypted))))
 
         let result = try pingKeyring(["list", "--json"])
@@ -88,17 +88,20 @@ extension Integration.PingKeyring {
         defer { try? SecretTool.clear(lookup(account)) }
 
         // The tool writes, an app reads with SecuredKeyEncryptor(), as in the README.
-        #expect(try pingKeyring(["save", "--account", account, "--encrypt"],
+        #expect(try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt"],
                                 input: Data(#"{"id":7,"name":"from the tool"}"#.utf8)).status == 0)
-        let app = KeychainStorage<TestItem>(account: account, encryptor: try #require(SecuredKeyEncryptor()))
+        let app = KeychainStorage<TestItem>(account: account,
+                                            encryptor: try #require(SecuredKeyEncryptor(configuration: testAppConfiguration)),
+                                            configuration: testAppConfiguration)
         #expect(try await app.get() == TestItem(id: 7, name: "from the tool"))
-        let plainApp = KeychainStorage<TestItem>(account: account)
+        let plainApp = KeychainStorage<TestItem>(account: account, configuration: testAppConfiguration)
         await #expect(throws: KeychainError.self, "an app without the encryptor cannot decode it") {
             _ = try await plainApp.get()
         }
 
         // An app writes, the tool reads.
-        let writer = KeychainStorage<TestItem>(account: account, encryptor: try appEncryptorWithAFreshKeyCache())
+        let writer = KeychainStorage<TestItem>(account: account, encryptor: try appEncryptorWithAFreshKeyCache(),
+                                               configuration: testAppConfiguration)
         try await writer.save(item: TestItem(id: 8, name: "from the app"))
         let stored = try #require(try SecretTool.lookup(lookup(account)))
         #expect(stored.prefix(4) == envelopeMagic)
@@ -109,10 +112,12 @@ extension Integration.PingKeyring {
         // With another service: the tool binds to it as KeychainStorage does.
         let service = "com.example.ping-keyring-test.\(UUID().uuidString.prefix(8))"
         defer { try? SecretTool.clear(lookup(account, service: service)) }
-        #expect(try pingKeyring(["save", "--account", account, "--service", service, "--encrypt"],
+        #expect(try pingKeyring(asTestApp + ["save", "--account", account, "--service", service, "--encrypt"],
                                 input: Data(#"{"id":9,"name":"other service"}"#.utf8)).status == 0)
-        let other = KeychainStorage<TestItem>(account: account, encryptor: try #require(SecuredKeyEncryptor()),
-                                              configuration: KeychainConfiguration(service: service))
+        let otherConfiguration = KeychainConfiguration(service: service, app: testApp)
+        let other = KeychainStorage<TestItem>(account: account,
+                                              encryptor: try #require(SecuredKeyEncryptor(configuration: otherConfiguration)),
+                                              configuration: otherConfiguration)
         #expect(try await other.get() == TestItem(id: 9, name: "other service"))
     }
 
@@ -120,7 +125,7 @@ extension Integration.PingKeyring {
         let victim = uniqueAccount("victim"), thief = uniqueAccount("thief"), tampered = uniqueAccount("tampered"),
             future = uniqueAccount("future")
         defer { for account in [victim, thief, tampered, future] { try? SecretTool.clear(lookup(account)) } }
-        #expect(try pingKeyring(["save", "--account", victim, "--encrypt"], input: Data(#""victim's token""#.utf8))
+        #expect(try pingKeyring(asTestApp + ["save", "--account", victim, "--encrypt"], input: Data(#""victim's token""#.utf8))
             .status == 0)
         let stored = try #require(try SecretTool.lookup(lookup(victim)))
 
@@ -134,14 +139,16 @@ extension Integration.PingKeyring {
 
         for (account, kind, bytes) in [(thief, "failedToDecrypt", stored), (tampered, "failedToDecrypt", changed),
                                        (future, "unsupportedFormat", newer)] {
-            let result = try pingKeyring(["get", "--account", account])
+            // Items with no app, read as the app whose key sealed the copy (without --app, the
+            // tool's own identity would not see that key at all: keyNotFound).
+            let result = try pingKeyring(["get", "--account", account] + asTestApp)
             #expect(result.status == 4, "\(account): \(result.stderr)")
             #expect(result.output.isEmpty)
             #expect(result.stderr.hasPrefix("ping-keyring: error: \(kind): the item for account '\(account)'"),
                     "\(result.stderr)")
             #expect(!result.stderr.contains("victim's token"), "never the secret")
             #expect(try SecretTool.lookup(lookup(account)) == bytes, "left unchanged")
-            let json = try jsonObject(try pingKeyring(["get", "--account", account, "--json"]))
+            let json = try jsonObject(try pingKeyring(["get", "--account", account, "--json"] + asTestApp))
             #expect((json["error"] as? [String: Any])?["exitCode"] as? Int == 4)
         }
         #expect(try pingKeyring(["get", "--account", victim]).output == "\"victim's token\"\n", "the original still reads")
@@ -157,7 +164,7 @@ extension Integration.PingKeyring {
             for key in keys { try? SecretTool.clear(["xdg:schema": keySchema, "key-id": key]) }
         }
         let session = ["--collection", Harness.scratchCollectionName]
-        #expect(try pingKeyring(["save", "--account", account, "--encrypt"] + session, input: Data(#""orphan""#.utf8))
+        #expect(try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt"] + session, input: Data(#""orphan""#.utf8))
             .status == 0)
         let stored = try #require(try SecretTool.lookup(lookup(account)))
         let key = keyID(of: stored)
@@ -184,7 +191,7 @@ extension Integration.PingKeyring {
         #expect(listed.items.first { $0.account == account }?.keyID == key, "list names the missing key")
 
         // New saves work, with a new key.
-        let again = try jsonObject(try pingKeyring(["save", "--account", account, "--encrypt", "--json"] + session,
+        let again = try jsonObject(try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt", "--json"] + session,
                                                    input: Data(#""fresh""#.utf8)))
         let newKey = try #require(again["keyID"] as? String)
         keys.append(newKey)
@@ -197,7 +204,7 @@ extension Integration.PingKeyring {
         defer { try? SecretTool.clear(lookup(account)) }
 
         // The login collection: whichever key the tool encrypts with is listed.
-        #expect(try pingKeyring(["save", "--account", account, "--encrypt"], input: Data("1".utf8)).status == 0)
+        #expect(try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt"], input: Data("1".utf8)).status == 0)
         let key = keyID(of: try #require(try SecretTool.lookup(lookup(account))))
         let result = try pingKeyring(["doctor"])
         #expect(result.status == 0, "\(result.output)")
@@ -217,7 +224,7 @@ extension Integration.PingKeyring {
         #expect(try await sessionKeyItems().isEmpty, "the doctor created no key")
 
         // One key, then a damaged one (5 bytes instead of 32): exit 4, with the fix.
-        #expect(try pingKeyring(["save", "--account", account, "--encrypt", "--collection", Harness.scratchCollectionName],
+        #expect(try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt", "--collection", Harness.scratchCollectionName],
                                 input: Data("2".utf8)).status == 0)
         let sessionKey = keyID(of: try #require(try SecretTool.lookup(lookup(account))))
         let damagedID = String(repeating: "d", count: 32)
@@ -228,7 +235,9 @@ extension Integration.PingKeyring {
             .contains("ok    encryption key     1 key present (id \(sessionKey))\n"))
         try SecretTool.clear(["xdg:schema": keySchema, "key-id": sessionKey])
         let stored = try SecretTool.retryingRejectedKeys { try run("secret-tool", ["store", "--label=damaged", "--collection=\(sessionCollection)",
-                                             "xdg:schema", keySchema, "key-id", damagedID], input: Data("short".utf8)) }
+                                             "xdg:schema", keySchema, "key-id", damagedID,
+                                             // The app's: new data is sealed with one of the app's own keys only.
+                                             AppIdentity.attribute, testApp], input: Data("short".utf8)) }
         #expect(stored.status == 0, "\(stored.stderr)")
         let damaged = try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName])
         #expect(damaged.status == 4)
@@ -240,7 +249,7 @@ extension Integration.PingKeyring {
         #expect(lines[failed + 1].contains("fix: ") && lines[failed + 1].contains("key-id \(damagedID)"))
         #expect(lines.last == "1 check failed (exit status 4).")
         // What an encrypted save then meets: the library's error for that key item, exit 4.
-        let save = try pingKeyring(["save", "--account", account, "--encrypt", "--collection", Harness.scratchCollectionName],
+        let save = try pingKeyring(asTestApp + ["save", "--account", account, "--encrypt", "--collection", Harness.scratchCollectionName],
                                    input: Data("3".utf8))
         #expect(save.status == 4)
         #expect(save.stderr.hasPrefix("ping-keyring: error: unsupportedFormat: The encryption key item"), "\(save.stderr)")

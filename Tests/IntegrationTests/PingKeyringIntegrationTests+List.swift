@@ -11,7 +11,7 @@ extension Integration.PingKeyring {
         let json = #"{"accessToken":"secret-access-\#(UUID().uuidString)","expiresIn":3600}"#
         defer { try? SecretTool.clear(lookup(account)) }
 
-        let saved = try pingKeyring(["save", "--account", account], input: Data((json + "\n").utf8))
+        let saved = try pingKeyring(["save", "--account", account] + asTestApp, input: Data((json + "\n").utf8))
         #expect(saved.status == 0, "\(saved.stderr)")
         #expect(saved.output.hasPrefix(hostBackendLine + "Saved \(json.utf8.count) bytes for account '\(account)'"))
         #expect(saved.stderr.isEmpty)
@@ -20,25 +20,26 @@ extension Integration.PingKeyring {
         let items = try SecretTool.search(lookup(account))
         try #require(items.count == 1)
         #expect(items[0].storedAttributes == ["service": defaultService, "account": account, "username": account,
-                                        "xdg:schema": "com.pingidentity.PingStorage"])
+                                        "xdg:schema": "com.pingidentity.PingStorage", AppIdentity.attribute: testApp])
         #expect(items[0].label == "\(account) (\(defaultService))")
 
         let got = try pingKeyring(["get", "--account", account])
         #expect(got.status == 0)
         #expect(got.output == json + "\n")
-        #expect(got.stderr == hostBackendLine, "stdout is the value alone")
+        #expect(got.stderr == hostBackendLine + testAppLine, "stdout is the value alone; without --app, the one app's")
         #expect(try pingKeyring(["get", "--account", account, "--raw"]).stdout == Data(json.utf8), "--raw adds nothing")
 
         let listed = try pingKeyring(["list"])
         #expect(listed.status == 0, "\(listed.stderr)")
         #expect(listed.output.hasPrefix(hostBackendLine))
-        #expect(listed.output.contains("\n\(account)\n  service:    \(defaultService)\n"))
+        #expect(listed.output.contains("\n\(account)\n  service:    \(defaultService)\n  app:        \(testApp)\n"))
         #expect(listed.output.contains("  size:       \(json.utf8.count) bytes (text/plain)\n"))
         #expect(!listed.output.contains("secret-access"), "list never prints a secret")
 
         let deleted = try pingKeyring(["delete", "--account", account])
         #expect(deleted.status == 0)
-        #expect(deleted.output == hostBackendLine + "Deleted the item of account '\(account)' (service \(defaultService)).\n")
+        #expect(deleted.output == hostBackendLine + "Deleted the item of account '\(account)' (service \(defaultService), "
+            + "items of app \(testApp) or of no app).\n")
         #expect(try SecretTool.lookup(lookup(account)) == nil)
         let again = try pingKeyring(["delete", "--account", account])
         #expect(again.status == 0, "deleting nothing succeeds, as KeychainStorage.delete() does")
@@ -52,10 +53,10 @@ extension Integration.PingKeyring {
 
     @Test func appsAndTheToolReadEachOthersItems() async throws {
         let account = uniqueAccount()
-        let storage = KeychainStorage<TestItem>(account: account)
+        let storage = KeychainStorage<TestItem>(account: account, configuration: testAppConfiguration)
         defer { try? SecretTool.clear(lookup(account)) }
 
-        #expect(try pingKeyring(["save", "--account", account], input: Data(#"{"id":7,"name":"from the tool"}"#.utf8))
+        #expect(try pingKeyring(["save", "--account", account] + asTestApp, input: Data(#"{"id":7,"name":"from the tool"}"#.utf8))
             .status == 0)
         #expect(try await storage.get() == TestItem(id: 7, name: "from the tool"))
 
@@ -74,7 +75,7 @@ extension Integration.PingKeyring {
                                  secret: Data("\"copy \(copy)\"".utf8))
         }
         #expect(try SecretTool.search(lookup(account)).count == 2)
-        #expect(try pingKeyring(["save", "--account", account], input: Data(#""one""#.utf8)).status == 0)
+        #expect(try pingKeyring(["save", "--account", account] + asTestApp, input: Data(#""one""#.utf8)).status == 0)
         let items = try SecretTool.search(lookup(account))
         #expect(items.count == 1, "the library's write rules: exactly one item remains")
         #expect(items.first?.secret == #""one""#)
@@ -90,7 +91,7 @@ extension Integration.PingKeyring {
         }
         try SecretTool.store(label: "by secret-tool", attributes: lookup(plain), secret: Data(#"{"k":"v"}"#.utf8))
         try SecretTool.store(label: "binary", attributes: lookup(binary), secret: Data("not json at all".utf8))
-        #expect(try pingKeyring(["save", "--account", ours, "--service", service], input: Data("42".utf8)).status == 0)
+        #expect(try pingKeyring(["save", "--account", ours, "--service", service] + asTestApp, input: Data("42".utf8)).status == 0)
 
         let result = try pingKeyring(["list", "--json"])
         #expect(result.status == 0, "\(result.stderr)")
@@ -112,6 +113,8 @@ extension Integration.PingKeyring {
         #expect(mine.service == service)
         #expect(mine.schema == "com.pingidentity.PingStorage")
         #expect(mine.size == 2)
+        #expect(mine.app == testApp)
+        #expect(foreign.app == nil, "secret-tool's item has no app")
         #expect(!result.output.contains("not json at all") && !result.output.contains(#""k""#), "no secrets")
 
         let filtered = try JSONDecoder().decode(
@@ -161,8 +164,9 @@ extension Integration.PingKeyring {
         defer { try? SecretTool.clear(lookup(account)) }
         let value = #"{"token":"t\n\"quoted\" é"}"#
 
-        let saved = try jsonObject(try pingKeyring(["save", "--json", "--account", account], input: Data(value.utf8)))
-        #expect(Set(saved.keys) == ["account", "service", "item", "collection", "size", "encrypted", "keyID", "backend"])
+        let saved = try jsonObject(try pingKeyring(["save", "--json", "--account", account] + asTestApp,
+                                                   input: Data(value.utf8)))
+        #expect(Set(saved.keys) == ["account", "service", "app", "item", "collection", "size", "encrypted", "keyID", "backend"])
         let backend = try #require(saved["backend"] as? [String: Any])
         #expect(backend["kind"] as? String == "secretService")
         #expect(backend["path"] is NSNull)
@@ -171,13 +175,15 @@ extension Integration.PingKeyring {
         #expect(saved["keyID"] is NSNull)
         #expect(saved["account"] as? String == account)
         #expect(saved["service"] as? String == defaultService)
+        #expect(saved["app"] as? String == testApp)
         #expect(saved["size"] as? Int == value.utf8.count)
         let path = try #require(saved["item"] as? String)
 
         let got = try jsonObject(try pingKeyring(["get", "--account", account, "--json"]))
-        #expect(Set(got.keys) == ["account", "service", "item", "collection", "contentType", "size", "encrypted",
+        #expect(Set(got.keys) == ["account", "service", "app", "item", "collection", "contentType", "size", "encrypted",
                                   "keyID", "backend", "encoding", "value"])
         #expect(got["keyID"] is NSNull)
+        #expect(got["app"] as? String == testApp)
         #expect(got["encoding"] as? String == "json")
         #expect((got["value"] as? [String: Any])?["token"] as? String == "t\n\"quoted\" é", "embedded as JSON")
         #expect(got["item"] as? String == path)
@@ -186,7 +192,8 @@ extension Integration.PingKeyring {
         #expect(got["encrypted"] as? String == "no")
 
         let deleted = try jsonObject(try pingKeyring(["delete", "--account", account, "--json"]))
-        #expect(Set(deleted.keys) == ["account", "service", "deleted", "backend"])
+        #expect(Set(deleted.keys) == ["account", "service", "app", "deleted", "backend"])
+        #expect(deleted["app"] as? String == testApp, "the one app with items of the account")
         #expect(deleted["deleted"] as? Bool == true)
         #expect(try jsonObject(try pingKeyring(["--json", "delete", "--account", account]))["deleted"] as? Bool == false)
 

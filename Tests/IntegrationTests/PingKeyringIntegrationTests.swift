@@ -44,13 +44,26 @@ struct ListJSON: Decodable {
         var encrypted: String
         var keyID: String?
         var schema: String?
+        /// The item's app; nil: no app's.
+        var app: String?
     }
     var collection: String
     var service: String?
+    /// The `--app` filter; nil: every app's items.
+    var app: String?
     var items: [Item]
 }
 
 let defaultService = KeychainConfiguration.defaultService
+/// The app the tests' storages and ping-keyring share: outside a sandbox the tool has no app of
+/// its own, and the test process's default identity (its executable's path) is no app to name.
+let testApp = "com.pingidentity.ping-keyring.tests"
+/// The configuration of the tests' storages that share items with `ping-keyring --app testApp`.
+let testAppConfiguration = KeychainConfiguration(app: testApp)
+/// `--app testApp`, for the tool's commands that write (a save needs an app: see docs/ping-keyring.md, "Apps").
+let asTestApp = ["--app", testApp]
+/// The `app:` line `get` prints on stderr after the backend line, for an item of `testApp`.
+let testAppLine = "app: \(testApp)\n"
 let probeService = "com.pingidentity.ping-keyring.doctor"
 let keySchema = "com.pingidentity.PingStorage.SecuredKey"
 /// The collection the key tests fill: `session` where the provider has one, else the default.
@@ -82,12 +95,12 @@ func clearSessionKeys() async throws {
     for path in try await sessionKeyItems() { try await client.deleteItem(path) }
 }
 
-/// An app's encryptor with a key cache of its own. `SecuredKeyEncryptor()` instances share one
+/// An app's (``testApp``'s) encryptor with a key cache of its own. `SecuredKeyEncryptor()` instances share one
 /// cache per configuration in this process, and another test may have deleted (with secret-tool)
 /// the key that cache holds; the service does not matter to the encryptor (the key is found by
 /// its schema in the collection; KeychainStorage supplies the service it binds to).
 func appEncryptorWithAFreshKeyCache() throws -> SecuredKeyEncryptor {
-    try #require(SecuredKeyEncryptor(configuration: KeychainConfiguration(service: "fresh-cache-\(UUID().uuidString)")))
+    try #require(SecuredKeyEncryptor(configuration: KeychainConfiguration(service: "fresh-cache-\(UUID().uuidString)", app: testApp)))
 }
 
 extension Integration {

@@ -38,7 +38,7 @@ struct BashCompletionTests {
 
     @Test func optionsOfTheCommandAndGlobalOnes() async throws {
         #expect(try await completions("ping-keyring", "get", "--") == [
-            "--collection", "--backend", "--timeout", "--no-prompt", "--json", "--help", "--version", "--account", "--service",
+            "--collection", "--backend", "--app", "--timeout", "--no-prompt", "--json", "--help", "--version", "--account", "--service",
             "--raw",
         ])
         #expect(try await completions("ping-keyring", "save", "-a", "A", "--e") == ["--encrypt"])

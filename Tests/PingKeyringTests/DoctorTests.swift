@@ -11,6 +11,7 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
     var fileResult: Result<FileKeyringState, ToolError> = .success(FileKeyringState(path: keyringPath, exists: true, itemCount: 3))
     var moveIn: MoveInFinding?
     var busAddress: String? = "unix:path=/run/user/1000/bus"
+    var appIdentity = AppIdentity(id: "/usr/bin/example-app", source: .executable)
     var collectionDescription = "the default collection"
     var providerResult: Result<ProviderInfo, ToolError> = .success(ProviderInfo(
         name: "GNOME Keyring", executable: "/usr/bin/gnome-keyring-daemon", processID: 42, uniqueName: ":1.3", transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7"))
@@ -157,7 +158,7 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
         let document = await Doctor.run(environment).json.document
-        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "provider", "checks"])
+        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "appIdentity", "provider", "checks"])
         let json = try parseJSON(document)
         #expect(json["ok"] as? Bool == false)
         #expect(json["exitCode"] as? Int == 3)

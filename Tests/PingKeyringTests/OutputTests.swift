@@ -56,14 +56,15 @@ struct OutputTests {
     @Test func listJSONFieldNames() throws {
         let report = ListReport(collectionPath: item.collectionPath, service: nil, items: [item])
         let document = report.json.document
-        #expect(keysInOrder(document) == ["collection", "service", "backend", "items"])
+        #expect(keysInOrder(document) == ["collection", "service", "app", "backend", "items"])
         let json = try parseJSON(document)
         #expect(json["collection"] as? String == "/org/freedesktop/secrets/collection/login")
         #expect(json["service"] is NSNull, "null is written, not left out")
         let items = try #require(json["items"] as? [[String: Any]])
-        #expect(Set(items[0].keys) == ["account", "service", "label", "item", "collection", "created", "modified",
+        #expect(Set(items[0].keys) == ["account", "service", "app", "label", "item", "collection", "created", "modified",
                                        "size", "contentType", "encrypted", "keyID", "schema"])
         #expect(items[0]["account"] as? String == "ACCESS_TOKEN_STORAGE")
+        #expect(items[0]["app"] is NSNull, "an item of no app: null")
         #expect(items[0]["item"] as? String == "/org/freedesktop/secrets/collection/login/2")
         #expect(items[0]["created"] as? String == "2025-11-29T14:01:31Z")
         #expect(items[0]["modified"] as? String == "2025-11-29T14:02:31Z")
@@ -109,7 +110,7 @@ struct OutputTests {
         var report = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
                                value: Data(#"{"token":"t"}"#.utf8), raw: false, encryption: .no, keyID: nil)
         var document = report.json.document
-        #expect(keysInOrder(document) == ["account", "service", "item", "collection", "contentType", "size",
+        #expect(keysInOrder(document) == ["account", "service", "app", "item", "collection", "contentType", "size",
                                           "encrypted", "keyID", "backend", "encoding", "value"])
         var json = try parseJSON(document)
         #expect((json["value"] as? [String: Any])?["token"] as? String == "t", "the JSON value itself")
@@ -168,7 +169,7 @@ struct OutputTests {
     @Test func saveAndDeleteJSONFieldNames() throws {
         var save = SaveReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", size: 7,
                               encryption: .no, keyID: nil)
-        #expect(keysInOrder(save.json.document) == ["account", "service", "item", "collection", "size", "encrypted",
+        #expect(keysInOrder(save.json.document) == ["account", "service", "app", "item", "collection", "size", "encrypted",
                                                     "keyID", "backend"])
         #expect(try parseJSON(save.json.document)["size"] as? Int == 7)
         #expect(try parseJSON(save.json.document)["encrypted"] as? String == "no")
@@ -182,7 +183,7 @@ struct OutputTests {
                 + "(key 0123456789abcdef0123456789abcdef).\n")
 
         let delete = DeleteReport(account: "A", service: "S", deleted: false)
-        #expect(keysInOrder(delete.json.document) == ["account", "service", "deleted", "backend"])
+        #expect(keysInOrder(delete.json.document) == ["account", "service", "app", "deleted", "backend"])
         #expect(try parseJSON(delete.json.document)["deleted"] as? Bool == false)
         #expect(delete.human.contains("nothing to delete"))
         #expect(DeleteReport(account: "A", service: "S", deleted: true).human.hasPrefix("Deleted"))

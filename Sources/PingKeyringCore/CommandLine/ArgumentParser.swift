@@ -14,6 +14,9 @@ struct GlobalOptions: Sendable, Equatable {
     /// `--backend`; nil: not given, which is ``KeychainConfiguration/Backend/automatic`` (the
     /// library's default: `$PINGSTORAGE_BACKEND`, else automatic selection).
     var backend: KeychainConfiguration.Backend?
+    /// `--app`: the app (``AppIdentity/id``) whose items the commands act on; nil: see
+    /// ``KeyringSettings/scopedApp``.
+    var app: String?
 }
 
 /// A parsed command, with defaults applied and values checked.
@@ -254,6 +257,13 @@ enum ArgumentParser {
                     ? "; it is one of \(backendNames.joined(separator: ", "))" : hint), command: command)
             }
             options.backend = backend
+        }
+        if let app = values["app"] {
+            do {
+                options.app = try AppIdentity(app).id
+            } catch {
+                throw .usage("--app needs an app id without NUL characters, such as com.example.App", command: command)
+            }
         }
         return options
     }

@@ -76,6 +76,12 @@ enum CommandTable {
                        + "Secret portal; outside, the Secret Service), secret-service, or file-keyring "
                        + "($XDG_DATA_HOME/keyrings/default.keyring); default automatic",
                    suggestedValues: ArgumentParser.backendNames),
+        OptionSpec(name: "app", valueName: "ID",
+                   help: "the app whose items these are (their \(AppIdentity.attribute) attribute, what AppIdentity.set "
+                       + "gives, e.g. com.example.App): get, save and delete act as that app's KeychainStorage, list "
+                       + "shows exactly its items. Default: in a Flatpak or snap, the sandbox's id; outside one, list "
+                       + "and get see every app's items, and get, save and delete act as the one app that has items "
+                       + "of the account (several: --app is needed; none: save needs --app)"),
         OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
                    help: "deadline of each keyring call, prompts included: more than 0, at most 86400 (default 25)"),
         OptionSpec(name: "no-prompt", valueName: nil,
@@ -98,6 +104,10 @@ enum CommandTable {
                 its key), no (JSON text) or binary/unknown (other bytes). The secret is read to measure \
                 it, never printed.
                 With --service, lists every item with that service attribute.
+                Each item shows its app (the \(AppIdentity.attribute) attribute; 'none' for items of other tools \
+                and of PingStorage 1.x, which every app reads). With --app (or in a Flatpak or snap, where the \
+                sandbox's id is the default), only that app's items are listed, not the items with no app; \
+                outside a sandbox without --app, every app's.
                 Like every command that touches items, it works on the backend KeychainStorage uses with the \
                 same settings (see --backend) and prints which and why first: 'backend: Secret Service (…)', or \
                 in a Flatpak sandbox 'backend: file keyring PATH (…)', where the collection is the file and item \
@@ -119,7 +129,11 @@ enum CommandTable {
                 neither JSON text nor an envelope (another Encryptor's output, or corrupt). The item is \
                 left unchanged. --raw prints the bytes exactly as stored, not decrypted, with no newline \
                 added. Exit status 1 when the account has no item.
-                The 'backend: …' line goes to stderr, so that stdout is the value alone.
+                The 'backend: …' line goes to stderr, so that stdout is the value alone; so does 'app: …', naming \
+                the item's app, when ping-keyring chose which app to read as (see --app).
+                It reads what the app's KeychainStorage reads (its own item, else one with no app). Without --app \
+                outside a sandbox, the app is the one whose items the account has; when several apps have one, \
+                --app must choose (exit status 2).
                 """,
             options: [account, service,
                       OptionSpec(name: "raw", short: "r", valueName: nil, help: "print the bytes as stored, unchecked")]),
@@ -134,6 +148,10 @@ enum CommandTable {
                 to the service and account), exactly as KeychainStorage with SecuredKeyEncryptor() \
                 stores it, so apps read it back; the key is an item of its own in the collection (or the \
                 file keyring), created on the first encrypted save.
+                The item (and the key) is the app's: --app, or in a Flatpak or snap the sandbox's id. Without \
+                --app outside a sandbox, it replaces the item of the one app that has one for the account; when \
+                no app or several have one, --app is needed (exit status 2): nothing is saved under another \
+                app's name by surprise.
                 """,
             options: [account, service,
                       OptionSpec(name: "encrypt", short: "e", valueName: nil,
@@ -143,6 +161,9 @@ enum CommandTable {
             description: """
                 Deletes every item of the account (duplicates included). Deleting an account that has \
                 no item succeeds, as KeychainStorage.delete() does; the output says whether there was one.
+                It deletes what the app's KeychainStorage.delete() deletes: the app's items and those with no \
+                app, never another app's. Without --app outside a sandbox, the app is the one whose items the \
+                account has; when several apps have one, --app must choose (exit status 2).
                 """,
             options: [account, service]),
         CommandSpec(
@@ -163,6 +184,10 @@ enum CommandTable {
                 that cannot be read or decrypted fails), copying the host's items in (when it ran), the same \
                 write/read/delete probe, and the encryption keys in the file; the Secret Service's checks are \
                 skipped. Without the portal's secret the status is 3.
+                It also says which app identity a program run here gets when it does not call AppIdentity.set: \
+                the sandbox's id, or outside a sandbox its executable's path, with a warning: its items then follow \
+                the program's path, so moving or renaming it loses them; call AppIdentity.set("com.example.App") at \
+                start-up.
                 """,
             options: []),
         CommandSpec(

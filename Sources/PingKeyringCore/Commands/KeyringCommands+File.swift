@@ -37,7 +37,7 @@ extension ListedItem {
                   collectionPath: collectionPath, created: info.created, modified: info.modified,
                   size: secret.bytes.count, contentType: secret.contentType,
                   encryption: Encryption.classify(secret.bytes), keyID: Encryption.keyID(of: secret.bytes),
-                  schema: info.attributes["xdg:schema"])
+                  schema: info.attributes["xdg:schema"], app: info.attributes[AppIdentity.attribute])
     }
 }
 

@@ -40,6 +40,12 @@ enum KeyringCommands {
         } catch {
             throw ToolError.from(error)
         }
+        if let app = settings.scopedApp {
+            // A filter shows exactly that app's items; the items with no app, which it reads
+            // too, are listed without --app.
+            report.items = report.items.filter { $0.app == app }
+        }
+        report.app = settings.scopedApp
         report.backend = backend
         return report
     }
@@ -87,8 +93,9 @@ enum KeyringCommands {
     /// with `raw`, the bytes as stored.
     static func get(account: String, service: String, raw: Bool, settings: KeyringSettings)
         async throws(ToolError) -> GetReport {
-        let configuration = settings.configuration(service: service)
-        let backend = try await settings.backendInUse(configuration)
+        let backend = try await settings.backendInUse(settings.configuration(service: service))
+        let app = try await AppChoice.app(for: account, service: service, purpose: .read, settings: settings)
+        let configuration = settings.configuration(service: service, app: app)
         var report: GetReport?
         let place: String
         do {
@@ -110,6 +117,7 @@ enum KeyringCommands {
             throw ToolError(kind: "notFound", message: "no item for account '\(account)' (service '\(service)') in \(place).")
         }
         report.backend = backend
+        report.appWasChosen = settings.scopedApp == nil
         return report
     }
 
@@ -144,7 +152,7 @@ enum KeyringCommands {
         }
         return GetReport(account: account, service: service, path: info.path.rawValue, collectionPath: collectionPath,
                          contentType: secret.contentType, value: value, raw: raw, encryption: encryption,
-                         keyID: Encryption.keyID(of: secret.bytes))
+                         keyID: Encryption.keyID(of: secret.bytes), app: info.attributes[AppIdentity.attribute])
     }
 
     /// Opens an envelope with the key in the configured collection, as
@@ -216,8 +224,9 @@ enum KeyringCommands {
                 message: "stdin is not JSON text. ping-keyring stores what KeychainStorage would: the item's JSON "
                     + "(a String item is \"…\" with the quotes). Nothing was saved.")
         }
-        let configuration = settings.configuration(service: service)
-        let backend = try await settings.backendInUse(configuration)
+        let backend = try await settings.backendInUse(settings.configuration(service: service))
+        let app = try await AppChoice.app(for: account, service: service, purpose: .save, settings: settings)
+        let configuration = settings.configuration(service: service, app: app)
         var encryptor: (any ContextualEncryptor)?
         if encrypt {
             guard let secured = SecuredKeyEncryptor(configuration: configuration) else {
@@ -235,7 +244,9 @@ enum KeyringCommands {
             // collection is the file.
             return SaveReport(account: account, service: service, path: info?.path.rawValue,
                               collectionPath: backend.filePath ?? info?.collectionPath.rawValue, size: value.count,
-                              encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID, backend: backend)
+                              encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID,
+                              app: configuration.appIdentity.id, appWasChosen: settings.scopedApp == nil,
+                              backend: backend)
         } catch {
             throw ToolError.from(error)
         }
@@ -251,16 +262,18 @@ enum KeyringCommands {
 
     // MARK: delete
 
-    /// Deletes every item of the account through ``KeychainStorage/delete()`` (nothing to delete
-    /// is success) and says whether there was one.
+    /// Deletes every item of the account that the app (``AppChoice``) reaches through
+    /// ``KeychainStorage/delete()``: its own and those with no app, never another app's (nothing
+    /// to delete is success), and says whether there was one.
     static func delete(account: String, service: String, settings: KeyringSettings) async throws(ToolError) -> DeleteReport {
-        let configuration = settings.configuration(service: service)
-        let backend = try await settings.backendInUse(configuration)
-        let storage = KeychainStorage<String>(account: account, configuration: configuration)
+        let backend = try await settings.backendInUse(settings.configuration(service: service))
+        let app = try await AppChoice.app(for: account, service: service, purpose: .delete, settings: settings)
+        let storage = KeychainStorage<String>(account: account, configuration: settings.configuration(service: service, app: app))
         do {
             let existed = try await storage.itemInfo() != nil
             try await storage.delete()
-            return DeleteReport(account: account, service: service, deleted: existed, backend: backend)
+            return DeleteReport(account: account, service: service, app: app, appWasChosen: settings.scopedApp == nil,
+                                deleted: existed, backend: backend)
         } catch {
             throw ToolError.from(error)
         }

@@ -11,20 +11,29 @@ struct KeyringSettings: Sendable, Equatable {
     var allowsPrompts: Bool
     /// `--backend`; nil when not given (then ``KeychainConfiguration/Backend/automatic``).
     var backend: KeychainConfiguration.Backend?
+    /// The app the commands act as and `list` shows: `--app`, else a Flatpak's or snap's own id;
+    /// nil outside a sandbox without `--app`. ping-keyring's own identity there would be its
+    /// executable's path, which no app's items carry, so nil means "no app chosen": `list` shows
+    /// every app's items and the item commands find the app (``AppChoice``).
+    var scopedApp: String?
 
-    /// The settings the global options give.
-    init(_ options: GlobalOptions) {
+    /// The settings the global options give; `detected` is the identity a program run here gets
+    /// without `AppIdentity.set` (``AppIdentity/detected``; tests give another).
+    init(_ options: GlobalOptions, detected: AppIdentity = .detected) {
         collection = options.collection
         timeout = options.timeout
         allowsPrompts = !options.noPrompt
         backend = options.backend
+        scopedApp = options.app ?? (detected.source == .executable ? nil : detected.id)
     }
 
     /// The configuration an app with these settings would use (collection, timeout and backend
-    /// defaults are the library's).
-    func configuration(service: String = KeychainConfiguration.defaultService) -> KeychainConfiguration {
+    /// defaults are the library's), as the app `app` (default ``scopedApp``; nil: ping-keyring's
+    /// own identity, which owns no app's items, for calls that write no item).
+    func configuration(service: String = KeychainConfiguration.defaultService,
+                       app: String? = nil) -> KeychainConfiguration {
         var configuration = KeychainConfiguration(service: service, collection: collection, allowsPrompts: allowsPrompts,
-                                                  backend: backend ?? .automatic)
+                                                  backend: backend ?? .automatic, app: app ?? scopedApp)
         if let timeout { configuration.timeout = timeout }
         return configuration
     }

@@ -100,7 +100,7 @@ public enum PingKeyring {
             case .get(let account, let service, let raw):
                 let report = try await KeyringCommands.get(account: account, service: service, raw: raw, settings: settings)
                 guard !options.json else { return success(Data(report.json.document.utf8)) }
-                return Outcome(standardOutput: report.human, standardError: report.backend?.humanLine ?? "",
+                return Outcome(standardOutput: report.human, standardError: report.humanNotes,
                                status: ExitCode.ok.rawValue)
             case .save(let account, let service, let encrypt):
                 let report = try await KeyringCommands.save(account: account, service: service, encrypt: encrypt,

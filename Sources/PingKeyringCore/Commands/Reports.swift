@@ -96,11 +96,14 @@ struct ListedItem: Sendable, Equatable {
     var keyID: String?
     /// The `xdg:schema` attribute; PingStorage writes `com.pingidentity.PingStorage`.
     var schema: String?
+    /// The app whose item it is (``AppIdentity/attribute``); nil: no app's.
+    var app: String? = nil
 
     var json: JSONValue {
         .object([
             ("account", .string(account)),
             ("service", .string(service)),
+            ("app", .string(app)),
             ("label", .string(label)),
             ("item", .string(path)),
             ("collection", .string(collectionPath)),
@@ -120,6 +123,7 @@ struct ListedItem: Sendable, Equatable {
         return """
             \(account)
               service:    \(service)
+              app:        \(AppIdentity.humanText(app))
               label:      \(label)
               item:       \(path)
               created:    \(Timestamp.iso8601(created))
@@ -137,6 +141,8 @@ struct ListReport: Sendable, Equatable {
     var collectionPath: String
     /// The `--service` filter; nil: PingStorage's items of any service and the default service's items.
     var service: String?
+    /// The app filter (`--app`, or a sandbox's id); nil: every app's items.
+    var app: String? = nil
     var items: [ListedItem]
     /// Where the items are and why (nil only in tests of the rest).
     var backend: KeychainBackendChoice? = nil
@@ -145,14 +151,16 @@ struct ListReport: Sendable, Equatable {
         .object([
             ("collection", .string(collectionPath)),
             ("service", .string(service)),
+            ("app", .string(app)),
             ("backend", backend?.json ?? .null),
             ("items", .array(items.map(\.json))),
         ])
     }
 
     var human: String {
-        let scope = service.map { "with service \($0)" }
-            ?? "of PingStorage (any service) or with service \(KeychainConfiguration.defaultService)"
+        let scope = (service.map { "with service \($0)" }
+            ?? "of PingStorage (any service) or with service \(KeychainConfiguration.defaultService)")
+            + (app.map { " of app \($0)" } ?? "")
         let count = items.count == 1 ? "1 item" : "\(items.count) items"
         let header = backend?.humanLine ?? ""
         guard !items.isEmpty else { return header + "No items \(scope) in \(collectionPath).\n" }
@@ -178,12 +186,23 @@ struct GetReport: Sendable, Equatable {
     var encryption: Encryption
     /// For an envelope: the id of the key that sealed it.
     var keyID: String?
+    /// The item's app (``AppIdentity/attribute``); nil: no app's.
+    var app: String? = nil
+    /// Whether ping-keyring chose the app (no `--app`, outside a sandbox: ``AppChoice``); only
+    /// then does human output name it, as it was not asked for (JSON always has `app`).
+    var appWasChosen = false
     /// Where the item is and why (human output prints it on stderr, keeping stdout the value).
     var backend: KeychainBackendChoice? = nil
 
     /// Human output: the JSON text ending with exactly one newline of its own (one is added
     /// unless the text already ends with one), or with `--raw` the bytes exactly as stored.
     var human: Data { raw || value.last == 0x0A ? value : value + Data("\n".utf8) }
+
+    /// What human output prints on stderr, keeping stdout the value: the `backend:` line, and
+    /// the item's app when ping-keyring chose which app to read as.
+    var humanNotes: String {
+        (backend?.humanLine ?? "") + (appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : "")
+    }
 
     /// `value` is the stored JSON value itself, embedded in the document (`encoding` `json`); with
     /// `--raw`, bytes that are not JSON are a string: the text (`utf8`), or for bytes that are not
@@ -193,6 +212,7 @@ struct GetReport: Sendable, Equatable {
         return .object([
             ("account", .string(account)),
             ("service", .string(service)),
+            ("app", .string(app)),
             ("item", .string(path)),
             ("collection", .string(collectionPath)),
             ("contentType", .string(contentType)),
@@ -227,6 +247,11 @@ struct SaveReport: Sendable, Equatable {
     var encryption: Encryption
     /// With `--encrypt`: the id of the key the value was sealed with.
     var keyID: String?
+    /// The app the item (and its key) now belongs to.
+    var app: String? = nil
+    /// Whether ping-keyring chose the app (no `--app`, outside a sandbox: ``AppChoice``); only
+    /// then does human output name it, as it was not asked for (JSON always has `app`).
+    var appWasChosen = false
     /// Where the item is and why.
     var backend: KeychainBackendChoice? = nil
 
@@ -234,6 +259,7 @@ struct SaveReport: Sendable, Equatable {
         .object([
             ("account", .string(account)),
             ("service", .string(service)),
+            ("app", .string(app)),
             ("item", .string(path)),
             ("collection", .string(collectionPath)),
             ("size", .int(size)),
@@ -246,7 +272,8 @@ struct SaveReport: Sendable, Equatable {
     var human: String {
         let encrypted = encryption == .yes
             ? ", encrypted with SecuredKeyEncryptor" + (keyID.map { " (key \($0))" } ?? "") : ""
-        return (backend?.humanLine ?? "") + "Saved \(size) bytes for account '\(account)' (service \(service))" + (path.map { " in \($0)" } ?? "")
+        return (backend?.humanLine ?? "") + "Saved \(size) bytes for account '\(account)' (service \(service)"
+            + (appWasChosen ? app.map { ", app \($0)" } ?? "" : "") + ")" + (path.map { " in \($0)" } ?? "")
             + encrypted + ".\n"
     }
 }
@@ -255,19 +282,33 @@ struct SaveReport: Sendable, Equatable {
 struct DeleteReport: Sendable, Equatable {
     var account: String
     var service: String
+    /// The app acted as: its items and those with no app were deleted; nil: no app has an item
+    /// of the account, so only items with no app were.
+    var app: String? = nil
+    /// Whether ping-keyring chose the app (no `--app`, outside a sandbox: ``AppChoice``); only
+    /// then does human output name it, as it was not asked for (JSON always has `app`).
+    var appWasChosen = false
     /// Whether there was an item to delete.
     var deleted: Bool
     /// Where the items were and why.
     var backend: KeychainBackendChoice? = nil
 
     var json: JSONValue {
-        .object([("account", .string(account)), ("service", .string(service)), ("deleted", .bool(deleted)),
+        .object([("account", .string(account)), ("service", .string(service)), ("app", .string(app)),
+                 ("deleted", .bool(deleted)),
                  ("backend", backend?.json ?? .null)])
     }
 
     var human: String {
         (backend?.humanLine ?? "") + (deleted
-            ? "Deleted the item of account '\(account)' (service \(service)).\n"
-            : "No item for account '\(account)' (service \(service)): nothing to delete.\n")
+            ? "Deleted the item of account '\(account)' (service \(service)\(scope)).\n"
+            : "No item for account '\(account)' (service \(service)\(scope)): nothing to delete.\n")
+    }
+
+    /// Whose items were reached, when ping-keyring chose: the app's own and those with no app,
+    /// or only the latter.
+    private var scope: String {
+        guard appWasChosen else { return "" }
+        return ", " + (app.map { "items of app \($0) or of no app" } ?? "items of no app")
     }
 }

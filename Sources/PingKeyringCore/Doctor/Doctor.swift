@@ -45,7 +45,8 @@ enum Doctor {
     /// Service's checks, or the file keyring's (``fileKeyringChecks(_:reason:problem:)``).
     static func run(_ environment: any DoctorEnvironment) async -> DoctorReport {
         var report = DoctorReport(checks: [], busAddress: environment.busAddress,
-                                  collection: environment.collectionDescription)
+                                  collection: environment.collectionDescription,
+                                  appIdentity: environment.appIdentity)
         let backend: KeychainBackendChoice
         var problem: ToolError?
         do {

@@ -16,6 +16,9 @@ protocol DoctorEnvironment: Sendable {
     func backend() async throws(BackendProblem) -> KeychainBackendChoice
     /// The session bus address the client will use, as shown to the user; nil when there is none.
     var busAddress: String? { get }
+    /// The identity a program run here gets without `AppIdentity.set` (``AppIdentity/detected``:
+    /// for the executable fallback, ping-keyring's own path stands for each program's).
+    var appIdentity: AppIdentity { get }
     /// The collection the checks use, as shown to the user (`alias 'default'`).
     var collectionDescription: String { get }
     /// Who provides the Secret Service.
@@ -70,6 +73,8 @@ struct EncryptionKeyItem: Sendable, Equatable {
 struct LiveDoctorEnvironment: DoctorEnvironment {
     let settings: KeyringSettings
     let environment: [String: String]
+
+    var appIdentity: AppIdentity { .detected }
 
     var busAddress: String? {
         if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }

@@ -59,6 +59,9 @@ struct DoctorReport: Sendable, Equatable {
     var busAddress: String?
     /// The collection the Secret Service checks use; nil when the file keyring is used.
     var collection: String?
+    /// The identity a program run here gets without `AppIdentity.set` (not a check: it never
+    /// fails, but the executable fallback is warned about).
+    var appIdentity: AppIdentity? = nil
     var provider: ProviderInfo?
     /// The backend in use and why (in a sandbox whose portal gave no secret, the file keyring
     /// aimed at); nil when the backend setting is unusable.
@@ -79,13 +82,44 @@ struct DoctorReport: Sendable, Equatable {
             ("busAddress", .string(busAddress)),
             ("backend", backend?.json ?? .null),
             ("collection", .string(collection)),
+            ("appIdentity", appIdentity.map(Self.json) ?? .null),
             ("provider", provider?.json ?? .null),
             ("checks", .array(checks.map(\.json))),
         ])
     }
 
+    /// `{"id", "source", "detail", "warning"}`; `id` is null for the executable fallback, whose
+    /// id is each program's own path.
+    private static func json(_ identity: AppIdentity) -> JSONValue {
+        let fallback = identity.source == .executable
+        return .object([
+            ("id", .string(fallback ? nil : identity.id)),
+            ("source", .string(identity.source.rawValue)),
+            ("detail", .string(appDetail(identity))),
+            ("warning", .string(fallback ? fallbackWarning : nil)),
+        ])
+    }
+
+    /// What the identity line says.
+    static func appDetail(_ identity: AppIdentity) -> String {
+        switch identity.source {
+        case .executable:
+            "each program's own executable path (this one's: \(identity.id)): not in a Flatpak or snap "
+                + "(no FLATPAK_ID, /.flatpak-info or SNAP_NAME); ping-keyring without --app sees every app's items"
+        case .flatpak: "\(identity.id) (the Flatpak's id; ping-keyring acts as it without --app)"
+        case .snap: "\(identity.id) (the snap's name; ping-keyring acts as it without --app)"
+        case .setByApp: "\(identity.id) (set by the app)"
+        }
+    }
+
+    /// Why the executable fallback deserves a warning, and what to do.
+    static let fallbackWarning = "a program that does not call AppIdentity.set keeps its items under its executable's "
+        + "path: moving, renaming or reinstalling it elsewhere loses them, and another build is another app. Call "
+        + "AppIdentity.set(\"com.example.App\") at start-up."
+
     var human: String {
-        let width = checks.map(\.title.count).max() ?? 0
+        let identityTitle = "app identity"
+        let width = max(checks.map(\.title.count).max() ?? 0, appIdentity == nil ? 0 : identityTitle.count)
         var text = "ping-keyring doctor (" + (backend?.filePath.map { "file keyring: \($0)" }
             ?? "collection: \(collection ?? "?")") + ")\n"
         for check in checks {
@@ -94,13 +128,19 @@ struct DoctorReport: Sendable, Equatable {
             case .fail: "FAIL"
             case .skip: "skip"
             }
-            text += "\(mark)  \(check.title + String(repeating: " ", count: max(0, width - check.title.count)))  \(check.detail)\n"
+            text += "\(mark)  \(check.title.padded(to: width))  \(check.detail)\n"
             if let details = check.technicalDetail {
                 text += String(repeating: " ", count: width + 8) + "details: \(details)\n"
             }
             if let fix = check.fix {
                 text += String(repeating: " ", count: width + 8) + "fix: \(fix)\n"
             }
+        }
+        // After the checks, which scripts read by position: it is not one of them.
+        if let appIdentity {
+            let fallback = appIdentity.source == .executable
+            text += "\(fallback ? "warn" : "ok  ")  \(identityTitle.padded(to: width))  \(Self.appDetail(appIdentity))\n"
+            if fallback { text += String(repeating: " ", count: width + 8) + "warning: \(Self.fallbackWarning)\n" }
         }
         let failures = checks.filter { $0.status == .fail }.count
         text += failures == 0
@@ -109,3 +149,4 @@ struct DoctorReport: Sendable, Equatable {
         return text
     }
 }
+
