@@ -96,8 +96,13 @@ public final class FileKeyring: Sendable {
     /// must not start another transaction on the same file (it would wait for its own lock and
     /// end in ``FileKeyringError/Code/lockTimeout``).
     ///
-    /// Throws ``FileKeyringError/Code/lockTimeout`` after ``lockTimeout``, anything ``items()``
-    /// throws (then nothing is written), ``FileKeyringError/Code/invalidItem`` for an item with a
+    /// Writers that take no lock (libsecret, oo7) are not overwritten: the file is replaced only if
+    /// it is still the version that was read (created only if still absent); otherwise it is read
+    /// again and `body` runs again on what is there now, so `body` may run more than once.
+    ///
+    /// Throws ``FileKeyringError/Code/lockTimeout`` after ``lockTimeout``,
+    /// ``FileKeyringError/Code/concurrentWrite`` when the file changed under every one of
+    /// ``transactionAttempts`` attempts, anything ``items()`` throws (then nothing is written), ``FileKeyringError/Code/invalidItem`` for an item with a
     /// NUL in a string, and ``FileKeyringError/Code/io`` when writing fails (the old file stays).
     public func modify<R>(_ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R) throws(FileKeyringError) -> R {
         try modify(waitingAtMost: lockTimeout, body)
@@ -110,21 +115,42 @@ public final class FileKeyring: Sendable {
         return try transaction(holding: lock, body)
     }
 
+    /// How many times a transaction starts again when another writer changed the file under it.
+    static let transactionAttempts = 8
+
     /// The rest of ``modify(_:)``: `lock` is borrowed for the whole call, so it is held until
     /// the new file has been renamed into place.
+    ///
+    /// The lock keeps out this package's other writers, but libsecret and oo7 in the same app take
+    /// no lock: the file is written only if it is still the version that was read (or still
+    /// absent), and otherwise read again and `body` run again on what is there now, so that
+    /// another program's item written meanwhile is never lost.
     private func transaction<R>(
         holding lock: borrowing KeyringLock, _ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R
     ) throws(FileKeyringError) -> R {
-        var file: KeyringFile
-        var items: [FileKeyringItem] = []
-        if let bytes = try POSIX.readFile(path) {
-            file = try KeyringFile(parsing: bytes, path: path)
-            items = try decryptAll(file, key: key(for: file))
-        } else {
-            file = KeyringFile.new()
+        for _ in 0..<Self.transactionAttempts {
+            var file: KeyringFile
+            var items: [FileKeyringItem] = []
+            let read = try POSIX.readVersionedFile(path)
+            if let read {
+                file = try KeyringFile(parsing: read.bytes, path: path)
+                items = try decryptAll(file, key: key(for: file))
+            } else {
+                file = KeyringFile.new()
+            }
+            let result = try body(&items)
+            file.records = try records(of: items, key: try key(for: file))
+            file.modified = FileKeyringItem.now()
+            file.usageCount &+= 1
+            if try POSIX.replaceFile(path, with: file.serialized(), ifStill: read?.version) { return result }
         }
-        let result = try body(&items)
-        let key = try key(for: file)
+        throw FileKeyringError(.concurrentWrite, "another program kept rewriting the keyring file while this one wrote it; "
+                               + "nothing was written: try again", path: path)
+    }
+
+    /// The file's records for `items`: unchanged items byte for byte, changed and new ones
+    /// encrypted afresh.
+    private func records(of items: [FileKeyringItem], key: KeyringKey) throws(FileKeyringError) -> [EncryptedRecord] {
         var records: [EncryptedRecord] = []
         records.reserveCapacity(items.count)
         let now = FileKeyringItem.now()
@@ -141,11 +167,7 @@ public final class FileKeyring: Sendable {
             try item.validate(index: index)
             records.append(try encrypt(item, key: key))
         }
-        file.records = records
-        file.modified = now
-        file.usageCount &+= 1
-        try POSIX.replaceFile(path, with: file.serialized())
-        return result
+        return records
     }
 
     /// Stores a secret as libsecret's `secret_password_store` does: an item whose attribute set

@@ -28,6 +28,10 @@ public struct FileKeyringError: Error, Sendable, Equatable, CustomStringConverti
         public static let invalidItem = Code(rawValue: "invalidItem")
         /// libgcrypt failed (not a wrong secret): initialisation, key derivation, cipher or MAC.
         public static let cryptoFailure = Code(rawValue: "cryptoFailure")
+        /// Another program kept rewriting the file while a transaction ran (it changed between
+        /// the read and the write every time): nothing was written. libsecret and oo7 do not take
+        /// this package's lock; trying again usually succeeds.
+        public static let concurrentWrite = Code(rawValue: "concurrentWrite")
         /// The body of ``FileKeyring/modify(_:)`` threw to abandon the transaction.
         public static let aborted = Code(rawValue: "aborted")
 

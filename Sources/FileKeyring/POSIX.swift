@@ -12,8 +12,42 @@ enum POSIX {
     /// Files larger than this are not keyrings (a keyring of 10000 items is a few MiB).
     static let maximumFileSize = 256 << 20
 
+    /// One version of a file, as `stat` tells it: a writer that replaces the file (a rename, as
+    /// libsecret and oo7 write) gives it another inode; one that writes in place changes its size
+    /// or modification time.
+    struct FileVersion: Equatable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+        var modifiedSeconds: Int
+        var modifiedNanoseconds: Int
+        var size: Int64
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+            modifiedSeconds = Int(status.st_mtim.tv_sec)
+            modifiedNanoseconds = Int(status.st_mtim.tv_nsec)
+            size = Int64(status.st_size)
+        }
+    }
+
+    /// The version of the file at `path` now; nil when it does not exist.
+    static func version(of path: String) throws(FileKeyringError) -> FileVersion? {
+        var status = stat()
+        if stat(path, &status) == 0 { return FileVersion(status) }
+        let error = errno
+        if error == ENOENT { return nil }
+        throw failure("look at the keyring file", path, error)
+    }
+
     /// The whole file, or nil when it does not exist.
     static func readFile(_ path: String) throws(FileKeyringError) -> [UInt8]? {
+        try readVersionedFile(path)?.bytes
+    }
+
+    /// The whole file and the version it was read from (`fstat` of the descriptor read), or nil
+    /// when it does not exist.
+    static func readVersionedFile(_ path: String) throws(FileKeyringError) -> (bytes: [UInt8], version: FileVersion)? {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         if fd < 0 {
             let error = errno
@@ -21,6 +55,9 @@ enum POSIX {
             throw failure("open the keyring file for reading", path, error)
         }
         defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw failure("look at the keyring file", path, errno) }
+        let version = FileVersion(status)
         var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
@@ -29,7 +66,7 @@ enum POSIX {
                 if errno == EINTR { continue }
                 throw failure("read the keyring file", path, errno)
             }
-            if count == 0 { return contents }
+            if count == 0 { return (contents, version) }
             contents += chunk[0..<count]
             if contents.count > maximumFileSize {
                 throw .corrupt("it is larger than \(maximumFileSize >> 20) MiB", path: path)
@@ -41,7 +78,14 @@ enum POSIX {
     /// 0600), written, fsync'ed, renamed over `path`, then the directory fsync'ed. A reader opening
     /// `path` sees the old file or the new one, never a mixture. On failure `path` is untouched and
     /// the temporary file is removed.
-    static func replaceFile(_ path: String, with bytes: [UInt8]) throws(FileKeyringError) {
+    ///
+    /// Only over the version `expected` (the one the caller read; nil: no file): when the file is
+    /// another version by the time the new one is ready, nothing is replaced and false is
+    /// returned. A file that did not exist is created exclusively (`link`, which fails when one
+    /// appeared meanwhile); an existing one is checked just before the rename (a writer that takes
+    /// no lock can still slip into that last instant; libsecret's etag check has the same window).
+    @discardableResult
+    static func replaceFile(_ path: String, with bytes: [UInt8], ifStill expected: FileVersion?) throws(FileKeyringError) -> Bool {
         let (directory, name) = split(path)
         var temporary = ""
         var fd: Int32 = -1
@@ -69,13 +113,23 @@ enum POSIX {
             }
             if fsync(fd) != 0 { throw failure("flush the temporary keyring file to disk", temporary, errno) }
         }
-        if rename(temporary, path) != 0 { throw failure("rename the temporary file over the keyring", path, errno) }
+        if let expected {
+            guard try version(of: path) == expected else { return false }
+            if rename(temporary, path) != 0 { throw failure("rename the temporary file over the keyring", path, errno) }
+        } else {
+            if link(temporary, path) != 0 {
+                if errno == EEXIST { return false }
+                throw failure("create the keyring file", path, errno)
+            }
+            unlink(temporary)
+        }
         renamed = true
         let directoryFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryFD >= 0 {
             _ = fsync(directoryFD)  // best effort: the rename itself has happened
             close(directoryFD)
         }
+        return true
     }
 
     /// Creates `directory` and its missing parents, mode 0700 (oo7 does the same).

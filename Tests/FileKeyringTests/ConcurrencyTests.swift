@@ -94,6 +94,56 @@ import Testing
         #expect(labels == ["before", "held", "after"])
     }
 
+    /// libsecret takes no lock: its store lands in the file while another process's transaction
+    /// holds ours, between that transaction's read and its write. The transaction must see the
+    /// file changed, read it again and keep libsecret's item, whether the file existed before
+    /// (a rename over it) or not (a file created meanwhile, never clobbered).
+    @Test("libsecret writes during a held transaction: after the release both items are there", arguments: [true, false])
+    func libsecretWritingDuringAHeldTransactionLosesNothing(fileExistedBefore: Bool) async throws {
+        if fileExistedBefore {
+            try makeKeyring(path).modify { items in
+                items = [FileKeyringItem(label: "before", attributes: ["probe": "before"], secret: FileKeyringSecret(utf8: "b"))]
+            }
+        }
+        let ready = directory.path("ready"), release = directory.path("release")
+        let holder = startProbe(["hold", path, ready, release])
+        let deadline = Date().addingTimeInterval(30)
+        while !FileManager.default.fileExists(atPath: ready) && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(FileManager.default.fileExists(atPath: ready))
+
+        let stored = try await secretTool(["store", "--label", "libsecret's", "service", "s", "account", "a"], keyring: path, input: "theirs")
+        #expect(stored.status == 0, "\(stored.stderr)")
+        _ = FileManager.default.createFile(atPath: release, contents: nil)
+        #expect(try await holder.value == 0)
+
+        let items = try makeKeyring(path).items()
+        #expect(Set(items.map(\.label)) == Set((fileExistedBefore ? ["before"] : []) + ["libsecret's", "held"]), "\(items.map(\.label))")
+        let lookup = try await secretTool(["lookup", "service", "s", "account", "a"], keyring: path)
+        #expect(lookup.stdout == "theirs", "libsecret still reads its own item: \(lookup.stderr)")
+    }
+
+    /// A writer that rewrites the file under every attempt: the transaction gives up after
+    /// its attempts with `concurrentWrite`, and the file is left as that writer left it.
+    @Test("a file rewritten under every attempt ends in concurrentWrite, written by no one but that writer")
+    func aFileRewrittenUnderEveryAttemptIsNeverOverwritten() throws {
+        try makeKeyring(path).store(label: "kept", attributes: ["probe": "kept"], secret: FileKeyringSecret(utf8: "k"))
+        let theirs = try readBytes(path)
+        var attempts = 0
+        let error = #expect(throws: FileKeyringError.self) {
+            try makeKeyring(path).modify { items throws(FileKeyringError) in
+                attempts += 1
+                // Another program's write, as libsecret's: a new file renamed over the keyring.
+                let other = path + ".other"
+                _ = FileManager.default.createFile(atPath: other, contents: Data(theirs))
+                _ = rename(other, path)
+                items.append(FileKeyringItem(label: "ours", attributes: ["probe": "ours"], secret: FileKeyringSecret(utf8: "o")))
+            }
+        }
+        #expect(error?.code == .concurrentWrite)
+        #expect(attempts == FileKeyring.transactionAttempts)
+        #expect(try readBytes(path) == theirs)
+    }
+
     @Test("Concurrency: threads of one process, on one instance and on separate instances")
     func threads() async throws {
         let shared = try makeKeyring(path)

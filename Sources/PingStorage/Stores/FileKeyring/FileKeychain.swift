@@ -129,7 +129,7 @@ extension KeychainError {
             details.message = "The app's keyring file cannot be read: \(error.message)."
             details.recovery = nil
             self = .failure(.corruptItem(details))
-        case .lockTimeout:
+        case .lockTimeout, .concurrentWrite:
             details.message = "The app's keyring file stayed busy: \(error.message)."
             self = .failure(.timedOut(details))
         case .invalidItem:
