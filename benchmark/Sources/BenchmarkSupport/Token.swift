@@ -57,8 +57,12 @@ public enum Bench {
     /// The `service` attribute of every item the benchmark writes.
     public static let service = "com.pingidentity.benchmark"
 
+    /// The app identity every benchmark program shares (an app and its helpers sharing on
+    /// purpose): the benchmark saves the items the cold-start programs read.
+    public static let app = "com.pingidentity.benchmark"
+
     /// KeychainStorage configuration on the keyring under test (the `default` collection).
-    public static let configuration = KeychainConfiguration(service: service, collection: .default)
+    public static let configuration = KeychainConfiguration(service: service, collection: .default, app: app)
 
     /// Accounts of one contender: `prefix-0` … `prefix-(count-1)`.
     public static func accounts(_ prefix: String, _ count: Int) -> [String] {

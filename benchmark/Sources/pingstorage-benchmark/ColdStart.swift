@@ -106,7 +106,7 @@ struct ColdStartBenchmark {
         for (index, build) in pingKeyring.enumerated() {
             let suffix = index == 0 ? "" : ".\(index)"
             commands.append(Command(id: "ping-keyring.get\(suffix)", label: "ping-keyring get --account (\(build.label))",
-                                    arguments: [build.path, "get", "--account", account, "--service", Bench.service]))
+                                    arguments: [build.path, "get", "--account", account, "--service", Bench.service, "--app", Bench.app]))
             commands.append(Command(id: "ping-keyring.help\(suffix)", label: "ping-keyring --help (\(build.label))",
                                     arguments: [build.path, "--help"]))
         }
