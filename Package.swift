@@ -62,7 +62,7 @@ let package = Package(
         .target(name: "CAccessGate", path: "TestSupport/CAccessGate"),
         .executableTarget(
             name: "gcrypt-race-probe",
-            dependencies: ["CAccessGate", "PingStorage", "PingStorageCrypto", "SecretService"],
+            dependencies: ["CAccessGate", "Gcrypt", "PingStorage", "PingStorageCrypto", "SecretService"],
             path: "TestSupport/gcrypt-race-probe"
         ),
         // secret-memory-probe: looks for copies of a secret in its own memory.

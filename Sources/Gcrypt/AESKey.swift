@@ -34,6 +34,7 @@ package final class AESKey: Sendable {
     ///
     /// The corresponding C function is `cgcrypt_cbc_encrypt`.
     package func cbcEncrypt(_ plaintext: UnsafeRawBufferPointer) throws(GcryptError) -> (iv: [UInt8], ciphertext: [UInt8]) {
+        Libgcrypt.prepare()
         try requireCBCKey()
         var iv = [UInt8](repeating: 0, count: Self.cbcIVByteCount)
         var ciphertext = [UInt8](repeating: 0, count: cgcrypt_cbc_padded_length(plaintext.count))
@@ -57,6 +58,7 @@ package final class AESKey: Sendable {
     ///
     /// The corresponding C function is `cgcrypt_cbc_decrypt`.
     package func cbcDecrypt(_ ciphertext: UnsafeRawBufferPointer, iv: UnsafeRawBufferPointer) throws(GcryptError) -> SecretBytes {
+        Libgcrypt.prepare()
         try requireCBCKey()
         var length = 0
         let padded = SecretBytes(count: ciphertext.count) { (out: UnsafeMutableRawBufferPointer) in
@@ -95,6 +97,7 @@ package final class AESKey: Sendable {
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer,
         ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) throws(GcryptError) {
+        Libgcrypt.prepare()
         precondition(ciphertext.count == plaintext.count, "GCM output must be as long as its input")
         try withGCM(nonce: nonce, aad: aad) { handle throws(GcryptError) in
             if let input = plaintext.baseAddress, let output = ciphertext.baseAddress, plaintext.count > 0 {
@@ -114,6 +117,7 @@ package final class AESKey: Sendable {
         nonce: UnsafeRawBufferPointer, aad: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
         tag: UnsafeRawBufferPointer, plaintext: UnsafeMutableRawBufferPointer
     ) throws(GcryptError) {
+        Libgcrypt.prepare()
         precondition(ciphertext.count == plaintext.count, "GCM output must be as long as its input")
         do throws(GcryptError) {
             try withGCM(nonce: nonce, aad: aad) { handle throws(GcryptError) in

@@ -13,6 +13,7 @@ package enum Hashing {
     ///
     /// The corresponding C function is `gcry_md_hash_buffer`.
     package static func sha256(_ input: UnsafeRawBufferPointer) -> [UInt8] {
+        Libgcrypt.prepare()
         var digest = [UInt8](repeating: 0, count: sha256ByteCount)
         digest.withUnsafeMutableBytes {
             gcry_md_hash_buffer(Int32(GCRY_MD_SHA256.rawValue), $0.baseAddress, input.baseAddress, input.count)
@@ -26,7 +27,8 @@ package enum Hashing {
     package static func pbkdf2SHA256(
         _ secret: SecretBytes, salt: [UInt8], iterations: UInt32, count: Int
     ) throws(GcryptError) -> SecretBytes {
-        try SecretBytes(count: count) { (key: UnsafeMutableRawBufferPointer) throws(GcryptError) in
+        Libgcrypt.prepare()
+        return try SecretBytes(count: count) { (key: UnsafeMutableRawBufferPointer) throws(GcryptError) in
             let error = secret.withUnsafeBytes { secretBytes in
                 salt.withUnsafeBytes { saltBytes in
                     gcry_kdf_derive(
@@ -41,6 +43,7 @@ package enum Hashing {
 
     /// HMAC-SHA256 with `key` over `message`.
     package static func hmacSHA256(key: SecretBytes, _ message: UnsafeRawBufferPointer) throws(GcryptError) -> [UInt8] {
+        Libgcrypt.prepare()
         let mac = try HMAC(key: key, message)
         var result = [UInt8](repeating: 0, count: sha256ByteCount)
         var length = result.count
@@ -57,6 +60,7 @@ package enum Hashing {
     package static func verifyHMACSHA256(
         key: SecretBytes, _ message: UnsafeRawBufferPointer, expected: UnsafeRawBufferPointer
     ) throws(GcryptError) -> Bool {
+        Libgcrypt.prepare()
         let mac = try HMAC(key: key, message)
         let error = gcry_mac_verify(mac.handle, expected.baseAddress, expected.count)
         if gcry_err_code(error) == GPG_ERR_CHECKSUM { return false }
@@ -72,6 +76,7 @@ package enum Hashing {
         ///
         /// The corresponding C functions are `gcry_mac_open`, `gcry_mac_setkey` and `gcry_mac_write`.
         init(key: SecretBytes, _ message: UnsafeRawBufferPointer) throws(GcryptError) {
+            Libgcrypt.prepare()
             var opened: gcry_mac_hd_t?
             try GcryptError.check(gcry_mac_open(&opened, Int32(GCRY_MAC_HMAC_SHA256.rawValue), 0, nil), "open HMAC-SHA256")
             guard let opened else { throw GcryptError(.failed, operation: "open HMAC-SHA256", message: "no handle returned") }
@@ -104,6 +109,7 @@ package enum Random {
     ///
     /// The corresponding C function is `gcry_randomize`.
     package static func fill(_ buffer: UnsafeMutableRawBufferPointer, level: Level = .strong) {
+        Libgcrypt.prepare()
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         gcry_randomize(base, buffer.count, level == .strong ? GCRY_STRONG_RANDOM : GCRY_VERY_STRONG_RANDOM)
     }

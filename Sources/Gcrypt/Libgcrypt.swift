@@ -64,6 +64,12 @@ package enum Libgcrypt {
     /// such as the application (false). For tests and diagnostics.
     package static var initializedHere: Bool { state.initializedHere }
 
+    /// Initialises libgcrypt if nobody has, before a libgcrypt call: every function of this
+    /// module calls it first. A libgcrypt function called on an uninitialised library starts its
+    /// initialisation without finishing it, and this process-wide check would then find it "being
+    /// initialised elsewhere" for good (a key derived in a test before any keyring was opened did).
+    package static func prepare() { _ = state }
+
     /// Throws ``GcryptError/Kind/unavailable`` unless libgcrypt can be used.
     package static func requireAvailable(to operation: String) throws(GcryptError) {
         if let reason = unavailabilityReason { throw GcryptError(.unavailable, operation: operation, message: reason) }

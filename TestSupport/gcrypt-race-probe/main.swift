@@ -7,11 +7,14 @@
 //                                        SecuredKeyEncryptor() is created
 //   gcrypt-race-probe session-first     open a session, then ask who initialised libgcrypt
 //   gcrypt-race-probe race ACCOUNT      the first `get` and the first SecuredKeyEncryptor() at once
+//   gcrypt-race-probe derive-first      a key derivation (Gcrypt's PBKDF2) is the process's first
+//                                        libgcrypt call; then crypto must be available
 //
 // Prints one line per finding and exits 0 when everything held, 1 otherwise. A held thread is let
 // go after 300 ms by a watchdog, so a correct library only waits.
 import CAccessGate
 import Foundation
+import Gcrypt
 import PingStorage
 import PingStorageCrypto
 import SecretService
@@ -67,6 +70,16 @@ struct Probe {
             let result = await session.value
             print("session: \(result)")
             exit(encryptor != nil && result == "ok" ? 0 : 1)
+        case "derive-first":
+            // libgcrypt starts initialising itself, unfinished, at any first call: the module
+            // must have run the one initialisation before.
+            let derived = try? Hashing.pbkdf2SHA256(SecretBytes(copying: Array("master".utf8)), salt: [1, 2, 3, 4],
+                                                   iterations: 1, count: 16)
+            print("derived: \(derived == nil ? "no" : "yes")")
+            print("crypto available: \(CryptoLibrary.isAvailable) (\(Libgcrypt.unavailabilityReason ?? "ok"))")
+            let session = await openSession()
+            print("session: \(session)")
+            exit(derived != nil && CryptoLibrary.isAvailable && session == "ok" ? 0 : 1)
         case "session-first":
             let session = await openSession()
             print("session: \(session)")
@@ -95,7 +108,7 @@ struct Probe {
             print("encryptor: \(created ? "created" : "nil")")
             exit(get == "ok" && created ? 0 : 1)
         default:
-            fail("usage: gcrypt-race-probe our-init-held | session-init-held | session-first | race ACCOUNT")
+            fail("usage: gcrypt-race-probe our-init-held | session-init-held | session-first | derive-first | race ACCOUNT")
         }
     }
 }

@@ -28,6 +28,15 @@ struct GcryptInitialization {
         #expect(result.output.contains("encryptor: created"))
     }
 
+    /// libgcrypt begins initialising itself, without finishing, at any first call: a key derived
+    /// before anything else in the process must not leave the one initialisation finding it
+    /// "being initialised elsewhere" for good (every keyring and session would then fail).
+    @Test("a key derivation as the process's first libgcrypt call: crypto still available, a session opens")
+    func aDerivationFirstLeavesCryptoAvailable() async throws {
+        let result = try await probe(["derive-first"])
+        #expect(result.status == 0, "\(result.output)\(result.stderr)")
+    }
+
     @Test("a session first: libgcrypt was still initialised by this package, before libsecret could")
     func sessionFirstStillInitialisedHere() async throws {
         let result = try await probe(["session-first"])
