@@ -139,6 +139,14 @@ public final class FileKeyring: Sendable {
                 file = KeyringFile.new()
             }
             let result = try body(&items)
+            // A weak file (a short salt or few iterations: a guess of the master secret is cheap)
+            // is re-keyed by this write: every item is sealed again under a key from a fresh salt
+            // and libsecret's and oo7's defaults. Only here, where every record decrypted (one that
+            // fails its MAC ends the transaction above): re-keying would make it unreadable for good.
+            if file.isWeak {
+                file.salt = Random.bytes(KeyringFile.defaultSaltSize)
+                file.iterations = KeyringFile.defaultIterations
+            }
             file.records = try records(of: items, key: try key(for: file))
             file.modified = FileKeyringItem.now()
             file.usageCount &+= 1
@@ -165,7 +173,7 @@ public final class FileKeyring: Sendable {
                 item.modified = max(now, origin.modified)
             }
             try item.validate(index: index)
-            records.append(try encrypt(item, key: key))
+            records.append(try Self.encrypt(item, key: key))
         }
         return records
     }
@@ -272,7 +280,8 @@ public final class FileKeyring: Sendable {
         }
     }
 
-    private func encrypt(_ item: FileKeyringItem, key: KeyringKey) throws(FileKeyringError) -> EncryptedRecord {
+    /// The record of `item` under `key`: its hashed attributes and its sealed plaintext.
+    static func encrypt(_ item: FileKeyringItem, key: KeyringKey) throws(FileKeyringError) -> EncryptedRecord {
         let names = item.attributes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         var hashed: [EncryptedRecord.HashedAttribute] = []
         for name in names { hashed.append(.init(name: name, mac: try key.hashAttribute(item.attributes[name]!))) }

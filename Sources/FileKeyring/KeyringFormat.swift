@@ -40,6 +40,10 @@ struct KeyringFile {
     /// `(a{say}ay)` and `{say}`.
     private static let recordMembers: [GVariantLayout] = [.variable, .variable]
 
+    /// Whether the file's key is cheaper to guess than libsecret's and oo7's defaults make it: a
+    /// salt under 32 bytes or fewer than 100,000 iterations (oo7's floor).
+    var isWeak: Bool { salt.count < Self.defaultSaltSize || iterations < Self.defaultIterations }
+
     /// A new, empty keyring with a fresh salt and libsecret's defaults.
     static func new() -> KeyringFile {
         KeyringFile(

@@ -42,6 +42,49 @@ import Testing
         #expect(secretText(item.secret) == "pässwörd")
     }
 
+    /// A file whose key is cheap to guess (a 1-byte salt, one PBKDF2 iteration; any writer may
+    /// have made it) is re-keyed by the next write: a 32-byte salt and 100,000 iterations, every
+    /// item sealed again, and libsecret still reads both the old item and the new one. (An empty
+    /// salt cannot be opened at all: libgcrypt's PBKDF2, which libsecret uses too, refuses it.)
+    @Test("a weak file is re-keyed by the next write, and libsecret reads it")
+    func aWeakFileIsReKeyedOnTheNextWrite() async throws {
+        let weakKey = try KeyringKey(master: FileKeyringSecret(utf8: testPassword), salt: [7], iterations: 1)
+        let old = FileKeyringItem(label: "old", attributes: ["service": "s", "account": "old"], secret: FileKeyringSecret(utf8: "before"))
+        let weak = KeyringFile(salt: [7], iterations: 1, modified: 1_700_000_000, usageCount: 1,
+                               records: [try FileKeyring.encrypt(old, key: weakKey)])
+        try FileManager.default.createDirectory(atPath: directory.path("keyrings"), withIntermediateDirectories: true)
+        try Data(weak.serialized()).write(to: URL(fileURLWithPath: path))
+        #expect(try makeKeyring(path).items().map(\.label) == ["old"], "a weak file opens")
+
+        try makeKeyring(path).store(label: "new", attributes: ["service": "s", "account": "new"], secret: FileKeyringSecret(utf8: "after"))
+        let written = try KeyringFile(parsing: readBytes(path), path: path)
+        #expect(written.salt.count == 32 && written.iterations == 100_000, "re-keyed: \(written.salt.count) bytes, \(written.iterations)")
+        #expect(try makeKeyring(path).items().map(\.label) == ["old", "new"])
+        for (account, value) in [("old", "before"), ("new", "after")] {
+            let lookup = try await secretTool(["lookup", "service", "s", "account", account], keyring: path)
+            #expect(lookup.status == 0 && lookup.stdout == value, "libsecret reads \(account): \(lookup.stderr)")
+        }
+    }
+
+    /// A weak file with a record that fails its MAC is never re-keyed: the record would become
+    /// unreadable for good. (Today such a record stops every write; the file stays as it was.)
+    @Test("a weak file with a damaged record is not re-keyed")
+    func aWeakFileWithADamagedRecordIsNotReKeyed() throws {
+        let weakKey = try KeyringKey(master: FileKeyringSecret(utf8: testPassword), salt: [7], iterations: 1)
+        var damaged = try FileKeyring.encrypt(
+            FileKeyringItem(label: "d", attributes: ["k": "d"], secret: FileKeyringSecret(utf8: "x")), key: weakKey)
+        damaged.blob[damaged.blob.count - 1] ^= 1
+        let good = try FileKeyring.encrypt(FileKeyringItem(label: "g", attributes: ["k": "g"], secret: FileKeyringSecret(utf8: "y")), key: weakKey)
+        let weak = KeyringFile(salt: [7], iterations: 1, modified: 1_700_000_000, usageCount: 1, records: [good, damaged])
+        try FileManager.default.createDirectory(atPath: directory.path("keyrings"), withIntermediateDirectories: true)
+        try Data(weak.serialized()).write(to: URL(fileURLWithPath: path))
+        let before = try readBytes(path)
+        #expect(throws: FileKeyringError.self) {
+            try makeKeyring(path).store(label: "new", attributes: ["k": "n"], secret: FileKeyringSecret(utf8: "z"))
+        }
+        #expect(try readBytes(path) == before, "not re-keyed, not written")
+    }
+
     @Test("we store, libsecret reads (secret-tool lookup and search, Python search)")
     func weWriteLibsecretReads() async throws {
         let keyring = try makeKeyring(path)
