@@ -25,7 +25,10 @@ struct WaitingPlacesTests {
         await #expect(throws: WaitError.timedOut("wait for another call on the same account", after: .milliseconds(100))) {
             try await locks.withLock("k", deadline: Deadline(timeout: .milliseconds(100))) { 1 }
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Ended by its own 100 ms deadline, not by the holder (which holds for 30 s): a bound far
+        // from both, because a full parallel run on two cores can keep the waiter from being
+        // resumed for seconds (5.2 s was seen in CI). How fast is the benchmark's business.
+        #expect(ContinuousClock.now - started < .seconds(25))
         hold.finish(.success(()))
         try await holder.value
     }
