@@ -28,6 +28,8 @@ final class FakeSecretService: SecretServiceCalls {
         var changes: UInt64 = 1
         var reads = 0
         var searches = 0
+        /// itemInfo calls (one round trip each on a real provider).
+        var infoReads = 0
         /// KeePassXC's behaviour: attribute writes containing these names fail with InvalidArgs.
         var refusedAttributes: Set<String> = []
         /// The `replacing` argument of every createItem call.
@@ -62,6 +64,7 @@ final class FakeSecretService: SecretServiceCalls {
     var items: [ItemPath: Item] { state.withLock { $0.items } }
     var reads: Int { state.withLock { $0.reads } }
     var searches: Int { state.withLock { $0.searches } }
+    var infoReads: Int { state.withLock { $0.infoReads } }
     var writes: [String] { state.withLock { $0.writes } }
 
     /// Something changed that the client would hear about (a lock, another process's item).
@@ -127,6 +130,7 @@ final class FakeSecretService: SecretServiceCalls {
     func itemInfo(_ path: ItemPath) async throws(SecretServiceError) -> SecretItemInfo {
         try check("info")
         return try state.withLock { state throws(SecretServiceError) in
+            state.infoReads += 1
             guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read item", message: "gone") }
             return SecretItemInfo(path: path, label: item.label, attributes: item.attributes,
                                   created: item.created, modified: item.modified, isLocked: state.collectionLocked)

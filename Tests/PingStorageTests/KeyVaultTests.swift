@@ -25,34 +25,17 @@ private func sealingKey(_ fake: FakeSecretService, account: String = "acct") thr
 
 @Suite("KeyVault: key check values, rewritten keys, one key for everyone")
 struct KeyVaultTests {
-    /// A restore or another tool rewrote the key item under the same id (no item created or
-    /// deleted, so no change is announced): the next save must not be sealed with the old bytes,
-    /// which no fresh process could open.
-    @Test func aKeyRewrittenUnderItsIdIsPickedUpBeforeASaveIsReportedDone() async throws {
+    /// A restore or another tool rewrote the key item under the same id, with its key-check (no
+    /// item created or deleted, so no change is announced): the next save must not be sealed with
+    /// the old bytes, which no fresh process could open. Right after the account's creation, and
+    /// once everything is remembered (the account's item and the key item): then the key-check
+    /// known from before no longer matches the rewritten bytes, and the key item is read afresh.
+    @Test(arguments: [false, true])
+    func aKeyRewrittenUnderItsIdIsPickedUpBeforeASaveIsReportedDone(everythingRemembered: Bool) async throws {
         let fake = FakeSecretService()
         let running = KeyVault(backend: fake, collection: .default)
         try await storage(fake, running).save(item: Note(text: "first"))
-        let (path, _) = try keyItem(fake)
-        let replacement = try SymmetricKey.generate()
-        fake.state.withLock { state in
-            state.items[path]!.secret = SecretValue(bytes: replacement.exportData(), contentType: "application/octet-stream")
-            state.items[path]!.attributes["key-check"] = replacement.checkValue
-        }
-        try await storage(fake, running).save(item: Note(text: "second"))
-
-        let fresh = KeyVault(backend: fake, collection: .default)
-        #expect(try await storage(fake, fresh).get() == Note(text: "second"), "a fresh process reads what was saved")
-    }
-
-    /// The same, when the save after the rewrite finds everything remembered (the account's item
-    /// and the key item, nothing created since): the key-check known from before no longer
-    /// matches the rewritten bytes, so the key item is read afresh, bytes and key-check, and the
-    /// save is sealed again with the new key instead of failing.
-    @Test func aKeyRewrittenWithItsCheckValueIsPickedUpWhenEverythingIsRemembered() async throws {
-        let fake = FakeSecretService()
-        let running = KeyVault(backend: fake, collection: .default)
-        try await storage(fake, running).save(item: Note(text: "first"))
-        try await storage(fake, running).save(item: Note(text: "remembered"))
+        if everythingRemembered { try await storage(fake, running).save(item: Note(text: "remembered")) }
         let (path, _) = try keyItem(fake)
         let replacement = try SymmetricKey.generate()
         fake.state.withLock { state in

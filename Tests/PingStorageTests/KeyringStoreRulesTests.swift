@@ -170,4 +170,17 @@ struct KeyringStoreRulesTests {
         let left = try await subject.contents().map(\.secret).sorted()
         #expect(left == ["another-apps", "not-ours", "not-ours-either"], "\(left)")
     }
+
+    /// Another app's item of the same account carries `account` and `username`, so both of the
+    /// searches that look past the app's own find it: its attributes are read once per search of
+    /// the account, not once per search that found it.
+    @Test func anotherAppsItemFoundByBothSearchesIsReadOnce() async throws {
+        let fake = FakeSecretService()
+        let configuration = KeychainConfiguration()
+        let rules = AccountRules(account: "acct", configuration: configuration)
+        fake.seed(attributes: Self.ours.merging([AppIdentity.attribute: "com.example.Other"]) { $1 }, secret: "theirs")
+        let store = SecretServiceStore(calls: fake, keyCollection: configuration.collection, app: AppIdentity.current.id)
+        #expect(try await store.read(rules, by: StoreUnderTest.deadline) == nil)
+        #expect(fake.infoReads == 1, "one itemInfo for the other app's item, found by both searches")
+    }
 }

@@ -111,9 +111,6 @@ struct HostMigration: Sendable {
     private struct HostItem: Sendable {
         let info: SecretItemInfo
         let secret: FileKeyringSecret
-        /// Whether it is the app's own (moved), not no app's (copied).
-        var isOwn: Bool { info.attributes[AppIdentity.attribute] == app }
-        let app: String
     }
 
     /// The service's items and the key items on the host that are the app's or no app's, with
@@ -131,7 +128,7 @@ struct HostMigration: Sendable {
             guard AccountRules.isOwn(info.attributes, by: app) else { continue }  // another app's: not ours to take
             var value = try await client.secret(of: path).value.bytes
             defer { value.wipe() }
-            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value), app: app))
+            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value)))
         }
         return items
     }
@@ -141,7 +138,8 @@ struct HostMigration: Sendable {
     private func removeOwnItemsFromHost(_ items: [HostItem]) async -> Int {
         let client = host.ending(by: deadline)
         var removed = 0
-        for item in items where item.isOwn {
+        // The app's own (moved); those without an app were copied and stay.
+        for item in items where item.info.attributes[AppIdentity.attribute] == app {
             do {
                 _ = try await client.deleteItem(item.info.path)
                 removed += 1

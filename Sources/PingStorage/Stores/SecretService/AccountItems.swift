@@ -58,7 +58,13 @@ struct FoundItems: Sendable {
             if !sameMoment && attempt < 3 { continue }
             var paths = ours.all
             var known: [ItemPath: SecretItemInfo] = [:]
-            for path in others.all + theirs.all where !paths.contains(path) {
+            // Each item once: another app's item carries `account` and `username`, so both searches
+            // find it, and reading it twice would cost a round trip more per search.
+            var candidates: [ItemPath] = []
+            for path in others.all + theirs.all where !paths.contains(path) && !candidates.contains(path) {
+                candidates.append(path)
+            }
+            for path in candidates {
                 let info = try await backend.itemInfo(path)
                 guard rules.belongsToAccount(info.attributes) else { continue }
                 known[path] = info
