@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dbus-test/run --provider keepassxc dbus-test/providers/keepassxc-lock-restart-repro [ROUNDS] [kill|stop]
+# dbus-test/run --provider keepassxc dbus-test/providers/keepassxc-lock-restart-repro.sh [ROUNDS] [kill|stop]
 #
 # KeePassXC alone, with secret-tool (libsecret) as the only client: no PingStorage in any process.
 # Each round stores an item, waits until the database file has been written and then left alone
