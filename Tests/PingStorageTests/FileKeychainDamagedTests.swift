@@ -84,7 +84,7 @@ struct FileKeychainDamagedTests {
         #expect(try await inventory.items(matchingAny: [["service": "elsewhere"]]).isEmpty)
     }
 
-    @Test func aKeyThatMayBeInADamagedRecordIsACorruptItemNotAMissingKey() async throws {
+    @Test func aKeyThatMayBeInADamagedRecordIsACorruptItemNeverAMissingKeyNorReplaced() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
         let encryptor = try #require(SecuredKeyEncryptor(configuration: file.configuration))
@@ -102,5 +102,12 @@ struct FileKeychainDamagedTests {
                                   encryptor: try #require(SecuredKeyEncryptor(vault: KeyVault(store: store))))
         let details = await Self.expectCorruptItem(.retrieve) { _ = try await reader.get() }
         #expect(details?.message.contains("damaged record") == true, "\(details?.message ?? "")")
+
+        // Sealing new data needs a key: none is readable, and the damaged one is never replaced
+        // by a new key behind the user's back.
+        let writer = file.storage(String.self, account: "sealed-2",
+                                  encryptor: try #require(SecuredKeyEncryptor(vault: KeyVault(store: store))))
+        _ = await Self.expectCorruptItem(.save) { try await writer.save(item: "more") }
+        #expect(try Self.records(file).count == 2, "no new key, no new item")
     }
 }

@@ -13,21 +13,32 @@ import Waiting
 extension FileKeyringStore {
     func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
         let keyring = try await keychain.keyring(by: deadline)
-        // The readable keys: a damaged key record is left aside (a key created when it is the only
-        // one encrypts new data; what the damaged one encrypted fails to decrypt, as it would anyway).
+        // The oldest readable key: every process sees the same records, so all choose the same one.
         if let oldest = oldestKey(in: try await readableItems(keyring, by: deadline)) {
             return Self.choice(oldest)
         }
         let (id, key) = try KeyVault.newKey()
         let secret = key.withUnsafeBytes { FileKeyringSecret(copying: $0) }
+        let app = self.app
         let created = try await run { () async throws(FileKeyringError) in
-            try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> FileKeyringItem in
+            try await keyring.modify(by: deadline.instant, withDamaged: { items, damaged throws(FileKeyringError) -> FileKeyringItem in
                 if oldestKey(in: items) != nil { throw FileKeyringError.aborted("a key exists") }
+                // No readable key, but a damaged record may be the app's key: as a damaged key item,
+                // it is never replaced by a new key behind the user's back (KeyVault.KeyChoice).
+                var keys: [FileKeyringDamagedRecord] = []
+                for record in damaged where try record.matches(["xdg:schema": KeyVault.schema]) {
+                    // Another app's key (its app attribute is there and is not this app) is not.
+                    if record.hashedAttributeNames.contains(AppIdentity.attribute), try !record.matches([AppIdentity.attribute: app]) {
+                        continue
+                    }
+                    keys.append(record)
+                }
+                if !keys.isEmpty { throw .damaged(keys, path: keyring.path) }
                 let item = FileKeyringItem(label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key, app: app),
                                            secret: secret)
                 items.append(item)
                 return item
-            }
+            })
         }
         if let created { return Self.choice(created) }
         // Another process created one since we looked: read it.
