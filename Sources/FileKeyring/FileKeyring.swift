@@ -4,7 +4,7 @@ import Locking
 /// A file keyring in libsecret's and oo7's format (`$XDG_DATA_HOME/keyrings/default.keyring`
 /// inside a Flatpak sandbox), opened with its master secret. See FORMAT.md.
 ///
-/// Reading: ``items()`` reads the whole file and decrypts every item: a consistent snapshot,
+/// Reading: ``contents()`` and ``items()`` read the whole file and decrypt every item: a consistent snapshot,
 /// because every writer (this module, libsecret once the file exists, oo7) replaces the file by
 /// renaming a complete new one over it, so an open sees one whole version.
 ///
@@ -17,7 +17,10 @@ import Locking
 /// "The file was externally modified" rather than overwrite ours (FORMAT.md).
 ///
 /// Nothing is ever written when reading failed: a file that cannot be decrypted or parsed is
-/// left exactly as it is, never replaced by a new keyring.
+/// left exactly as it is, never replaced by a new keyring. A record that cannot be read while
+/// others can (``FileKeyringDamagedRecord``) is one record's problem: it is set aside, written
+/// back byte for byte by every transaction, and a call it may concern fails with
+/// ``FileKeyringError/Code/damagedItem``.
 ///
 /// Thread-safety: `Sendable`; any number of threads may use one instance (or several instances
 /// on the same file) at once. Transactions exclude each other also within a process.
