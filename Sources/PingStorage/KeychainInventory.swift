@@ -85,14 +85,19 @@ package struct FileKeyringInventory: Sendable {
 
     /// Every item whose attributes include all pairs of at least one of `queries`, in file order.
     /// - Throws: ``KeychainError`` (`.corruptItem` for a file that cannot be decrypted or parsed,
-    ///   `.providerError` when it cannot be read).
+    ///   or when a damaged record of it may match a query; `.providerError` when it cannot be read).
     package func items(matchingAny queries: [[String: String]]) async throws -> [Item] {
         let contents = try await read()
         // A damaged record one of the queries may match fails the call: the list would lack it.
         do throws(FileKeyringError) {
             var damaged: [FileKeyringDamagedRecord] = []
-            for query in queries { damaged += try contents.damaged(matching: query).filter { record in !damaged.contains { $0.index == record.index } } }
-            if !damaged.isEmpty { throw FileKeyringError.damaged(damaged.sorted { $0.index < $1.index }, path: keyring.path) }
+            for record in contents.damaged {
+                for query in queries where try record.matches(query) {
+                    damaged.append(record)
+                    break
+                }
+            }
+            if !damaged.isEmpty { throw FileKeyringError.damaged(damaged, path: keyring.path) }
         } catch {
             throw KeychainError(error)
         }
