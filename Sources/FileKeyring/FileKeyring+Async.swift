@@ -14,6 +14,11 @@ extension FileKeyring {
         try await offThread(by: deadline) { () throws(FileKeyringError) in try self.items() }
     }
 
+    /// ``contents()`` on a thread of its own.
+    public func contents(by deadline: ContinuousClock.Instant) async throws(FileKeyringError) -> FileKeyringContents {
+        try await offThread(by: deadline) { () throws(FileKeyringError) in try self.contents() }
+    }
+
     /// ``modify(_:)`` on a thread of its own, waiting for another writer's lock until `deadline`
     /// at most (then ``FileKeyringError/Code/lockTimeout``). A call whose deadline passed before
     /// its thread started writes nothing and throws ``FileKeyringError/Code/lockTimeout``.
@@ -23,6 +28,16 @@ extension FileKeyring {
     ) async throws(FileKeyringError) -> R {
         try await offThread(by: deadline) { () throws(FileKeyringError) in
             try self.modify(waitingAtMost: max(deadline - .now, .zero), body)
+        }
+    }
+
+    /// ``modify(withDamaged:)`` on a thread of its own, waiting as ``modify(by:_:)``.
+    public func modify<R: Sendable>(
+        by deadline: ContinuousClock.Instant,
+        withDamaged body: @escaping @Sendable (inout [FileKeyringItem], [FileKeyringDamagedRecord]) throws(FileKeyringError) -> R
+    ) async throws(FileKeyringError) -> R {
+        try await offThread(by: deadline) { () throws(FileKeyringError) in
+            try self.modify(waitingAtMost: max(deadline - .now, .zero), withDamaged: body)
         }
     }
 

@@ -4,7 +4,7 @@ import Locking
 /// A file keyring in libsecret's and oo7's format (`$XDG_DATA_HOME/keyrings/default.keyring`
 /// inside a Flatpak sandbox), opened with its master secret. See FORMAT.md.
 ///
-/// Reading: ``items()`` reads the whole file and decrypts every item: a consistent snapshot,
+/// Reading: ``contents()`` and ``items()`` read the whole file and decrypt every item: a consistent snapshot,
 /// because every writer (this module, libsecret once the file exists, oo7) replaces the file by
 /// renaming a complete new one over it, so an open sees one whole version.
 ///
@@ -17,7 +17,10 @@ import Locking
 /// "The file was externally modified" rather than overwrite ours (FORMAT.md).
 ///
 /// Nothing is ever written when reading failed: a file that cannot be decrypted or parsed is
-/// left exactly as it is, never replaced by a new keyring.
+/// left exactly as it is, never replaced by a new keyring. A record that cannot be read while
+/// others can (``FileKeyringDamagedRecord``) is one record's problem: it is set aside, written
+/// back byte for byte by every transaction, and a call it may concern fails with
+/// ``FileKeyringError/Code/damagedItem``.
 ///
 /// Thread-safety: `Sendable`; any number of threads may use one instance (or several instances
 /// on the same file) at once. Transactions exclude each other also within a process.
@@ -64,34 +67,51 @@ public final class FileKeyring: Sendable {
         return data + "/keyrings/default.keyring"
     }
 
-    /// Every item, decrypted, in file order. An absent file is an empty keyring (nothing is created).
+    /// The readable items, decrypted, and the damaged records (``FileKeyringDamagedRecord``), in
+    /// file order. An absent file is an empty keyring (nothing is created).
     ///
-    /// Throws ``FileKeyringError/Code/decryptionFailed`` (wrong master secret, altered file),
-    /// ``FileKeyringError/Code/corruptFile``, ``FileKeyringError/Code/unsupportedVersion`` or
+    /// Throws ``FileKeyringError/Code/decryptionFailed`` (wrong master secret: every record fails
+    /// its MAC), ``FileKeyringError/Code/corruptFile``, ``FileKeyringError/Code/tooLarge``,
+    /// ``FileKeyringError/Code/unsupportedVersion``, ``FileKeyringError/Code/cryptoFailure`` or
     /// ``FileKeyringError/Code/io``.
-    public func items() throws(FileKeyringError) -> [FileKeyringItem] {
-        guard let bytes = try POSIX.readFile(path) else { return [] }
+    public func contents() throws(FileKeyringError) -> FileKeyringContents {
+        guard let bytes = try POSIX.readFile(path) else { return FileKeyringContents(items: [], damaged: []) }
         let file = try KeyringFile(parsing: bytes, path: path)
         return try decryptAll(file, key: key(for: file))
     }
 
+    /// Every item, decrypted, in file order. An absent file is an empty keyring (nothing is created).
+    ///
+    /// Throws ``FileKeyringError/Code/damagedItem`` when a record is damaged (then not every item
+    /// can be given: ``contents()`` gives the others), and as ``contents()``.
+    public func items() throws(FileKeyringError) -> [FileKeyringItem] {
+        try items(matching: [:])
+    }
+
     /// The items whose attributes include every pair of `query` (all items for an empty query).
-    /// Throws as ``items()``.
+    /// Throws ``FileKeyringError/Code/damagedItem`` when a damaged record may be one of them
+    /// (``FileKeyringDamagedRecord/matches(_:)``): never fewer items than asked for. Else as ``contents()``.
     public func items(matching query: [String: String]) throws(FileKeyringError) -> [FileKeyringItem] {
-        try items().filter { $0.matches(query) }
+        let contents = try contents()
+        let damaged = try contents.damaged(matching: query)
+        guard damaged.isEmpty else { throw .damaged(damaged, path: path) }
+        return contents.items.filter { $0.matches(query) }
     }
 
-    /// The first item whose attributes include `query`, as libsecret's lookup. Throws as ``items()``.
+    /// The first item whose attributes include `query`, as libsecret's lookup. Throws as
+    /// ``items(matching:)``: a damaged record that may match is an error, never "not found".
     public func lookup(_ query: [String: String]) throws(FileKeyringError) -> FileKeyringItem? {
-        try items().first { $0.matches(query) }
+        try items(matching: query).first
     }
 
-    /// Runs `body` on the current items under the cross-process lock and writes what it leaves.
+    /// Runs `body` on the current readable items under the cross-process lock and writes what it leaves.
     ///
     /// An absent file starts as an empty keyring with libsecret's defaults (a fresh 32-byte salt,
     /// 100000 iterations) and is created. Items `body` leaves unchanged are written back byte for
     /// byte; changed and new ones are encrypted afresh, and a changed item whose ``FileKeyringItem/modified``
-    /// was left as it was read gets the current time. `body` throws (for instance
+    /// was left as it was read gets the current time. Damaged records (``FileKeyringDamagedRecord``)
+    /// are not among the items: each is written back byte for byte, in its place; see
+    /// ``modify(withDamaged:)`` for a body that must know them. `body` throws (for instance
     /// ``FileKeyringError/aborted(_:)``) to abandon the transaction: nothing is written. `body`
     /// must not start another transaction on the same file (it would wait for its own lock and
     /// end in ``FileKeyringError/Code/lockTimeout``).
@@ -102,15 +122,32 @@ public final class FileKeyring: Sendable {
     ///
     /// Throws ``FileKeyringError/Code/lockTimeout`` after ``lockTimeout``,
     /// ``FileKeyringError/Code/concurrentWrite`` when the file changed under every one of
-    /// ``transactionAttempts`` attempts, anything ``items()`` throws (then nothing is written), ``FileKeyringError/Code/invalidItem`` for an item with a
-    /// NUL in a string, and ``FileKeyringError/Code/io`` when writing fails (the old file stays).
+    /// ``transactionAttempts`` attempts, anything ``contents()`` throws (then nothing is written),
+    /// ``FileKeyringError/Code/invalidItem`` for an item with a NUL in a string, and
+    /// ``FileKeyringError/Code/io`` when writing fails (the old file stays).
     public func modify<R>(_ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R) throws(FileKeyringError) -> R {
-        try modify(waitingAtMost: lockTimeout, body)
+        try modify(waitingAtMost: lockTimeout, withDamaged: { items, _ throws(FileKeyringError) in try body(&items) })
     }
 
     /// ``modify(_:)``, waiting at most `timeout` for another writer's lock instead of ``lockTimeout``.
     public func modify<R>(waitingAtMost timeout: Duration,
                           _ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R) throws(FileKeyringError) -> R {
+        try modify(waitingAtMost: timeout, withDamaged: { items, _ throws(FileKeyringError) in try body(&items) })
+    }
+
+    /// ``modify(_:)`` whose body also sees the file's damaged records (kept whatever it does), to
+    /// refuse a change that a damaged record may concern (``FileKeyringDamagedRecord/matches(_:)``).
+    public func modify<R>(
+        withDamaged body: (inout [FileKeyringItem], [FileKeyringDamagedRecord]) throws(FileKeyringError) -> R
+    ) throws(FileKeyringError) -> R {
+        try modify(waitingAtMost: lockTimeout, withDamaged: body)
+    }
+
+    /// ``modify(withDamaged:)``, waiting at most `timeout` for another writer's lock.
+    public func modify<R>(
+        waitingAtMost timeout: Duration,
+        withDamaged body: (inout [FileKeyringItem], [FileKeyringDamagedRecord]) throws(FileKeyringError) -> R
+    ) throws(FileKeyringError) -> R {
         let lock = try KeyringLock.acquire(lockPath, timeout: timeout)
         return try transaction(holding: lock, body)
     }
@@ -126,28 +163,29 @@ public final class FileKeyring: Sendable {
     /// absent), and otherwise read again and `body` run again on what is there now, so that
     /// another program's item written meanwhile is never lost.
     private func transaction<R>(
-        holding lock: borrowing KeyringLock, _ body: (inout [FileKeyringItem]) throws(FileKeyringError) -> R
+        holding lock: borrowing KeyringLock,
+        _ body: (inout [FileKeyringItem], [FileKeyringDamagedRecord]) throws(FileKeyringError) -> R
     ) throws(FileKeyringError) -> R {
         for _ in 0..<Self.transactionAttempts {
             var file: KeyringFile
-            var items: [FileKeyringItem] = []
+            var contents = FileKeyringContents(items: [], damaged: [])
             let read = try POSIX.readVersionedFile(path)
             if let read {
                 file = try KeyringFile(parsing: read.bytes, path: path)
-                items = try decryptAll(file, key: key(for: file))
+                contents = try decryptAll(file, key: key(for: file))
             } else {
                 file = KeyringFile.new()
             }
-            let result = try body(&items)
+            let result = try body(&contents.items, contents.damaged)
             // A weak file (a short salt or few iterations: a guess of the master secret is cheap)
             // is re-keyed by this write: every item is sealed again under a key from a fresh salt
-            // and libsecret's and oo7's defaults. Only here, where every record decrypted (one that
-            // fails its MAC ends the transaction above): re-keying would make it unreadable for good.
-            if file.isWeak {
+            // and libsecret's and oo7's defaults. Never while a record is damaged: it is written
+            // back as it is, under the old key, and re-keying would make it unreadable for good.
+            if file.isWeak, contents.damaged.isEmpty {
                 file.salt = Random.bytes(KeyringFile.defaultSaltSize)
                 file.iterations = KeyringFile.defaultIterations
             }
-            file.records = try records(of: items, key: try key(for: file))
+            file.records = try records(of: contents.items, keeping: contents.damaged, key: try key(for: file))
             file.modified = FileKeyringItem.now()
             file.usageCount &+= 1
             if try POSIX.replaceFile(path, with: file.serialized(), ifStill: read?.version) { return result }
@@ -156,35 +194,17 @@ public final class FileKeyring: Sendable {
                                + "nothing was written: try again", path: path)
     }
 
-    /// The file's records for `items`: unchanged items byte for byte, changed and new ones
-    /// encrypted afresh.
-    private func records(of items: [FileKeyringItem], key: KeyringKey) throws(FileKeyringError) -> [EncryptedRecord] {
-        var records: [EncryptedRecord] = []
-        records.reserveCapacity(items.count)
-        let now = FileKeyringItem.now()
-        for (index, var item) in items.enumerated() {
-            if item.isUnchanged(under: key), let origin = item.origin {
-                records.append(origin.record)
-                continue
-            }
-            // An item whose content changed and whose modification time the caller left alone was
-            // modified now.
-            if let origin = item.origin, !item.hasOriginalContent, item.modified == origin.modified {
-                item.modified = max(now, origin.modified)
-            }
-            try item.validate(index: index)
-            records.append(try Self.encrypt(item, key: key))
-        }
-        return records
-    }
-
     /// Stores a secret as libsecret's `secret_password_store` does: an item whose attribute set
     /// equals `attributes` exactly is replaced (keeping its creation time, and its place), others
     /// with that set are removed; otherwise the item is appended. Returns the stored item.
-    /// Throws as ``modify(_:)``.
+    /// Throws ``FileKeyringError/Code/damagedItem`` when a damaged record may have `attributes`
+    /// (libsecret would replace it: here it is neither replaced nor duplicated; nothing is
+    /// written), and as ``modify(_:)``.
     @discardableResult
     public func store(label: String, attributes: [String: String], secret: FileKeyringSecret) throws(FileKeyringError) -> FileKeyringItem {
-        try modify { items throws(FileKeyringError) in
+        try modify(withDamaged: { items, damaged throws(FileKeyringError) in
+            let concerned = try FileKeyringDamagedRecord.those(damaged, matching: attributes)
+            guard concerned.isEmpty else { throw .damaged(concerned, path: path) }
             var item = FileKeyringItem(label: label, attributes: attributes, secret: secret)
             let sameSet = items.indices.filter { items[$0].attributes == attributes }
             if let first = sameSet.first {
@@ -195,20 +215,23 @@ public final class FileKeyring: Sendable {
                 items.append(item)
             }
             return item
-        }
+        })
     }
 
     /// Removes every item whose attributes include `query` and returns how many were removed. Does
-    /// not write the file when nothing matched. Throws as ``modify(_:)``.
+    /// not write the file when nothing matched. Throws ``FileKeyringError/Code/damagedItem`` when a
+    /// damaged record may match `query` (it is not removed, and nothing is), and as ``modify(_:)``.
     @discardableResult
     public func remove(matching query: [String: String]) throws(FileKeyringError) -> Int {
         do {
-            return try modify { items throws(FileKeyringError) in
+            return try modify(withDamaged: { items, damaged throws(FileKeyringError) in
+                let concerned = try FileKeyringDamagedRecord.those(damaged, matching: query)
+                guard concerned.isEmpty else { throw .damaged(concerned, path: path) }
                 let before = items.count
                 items.removeAll { $0.matches(query) }
                 if items.count == before { throw FileKeyringError.aborted("nothing matched") }
                 return before - items.count
-            }
+            })
         } catch where error.code == .aborted {
             return 0
         }
@@ -223,68 +246,5 @@ public final class FileKeyring: Sendable {
         let key = try KeyringKey(master: masterSecret, salt: file.salt, iterations: file.iterations)
         cachedKey.withLock { $0 = key }
         return key
-    }
-
-    private func decryptAll(_ file: KeyringFile, key: KeyringKey) throws(FileKeyringError) -> [FileKeyringItem] {
-        var items: [FileKeyringItem] = []
-        var failed: [Int] = []
-        for (index, record) in file.records.enumerated() {
-            guard let plaintext = try key.open(record.blob, path: path) else {
-                failed.append(index)
-                continue
-            }
-            var item: FileKeyringItem
-            do throws(MalformedGVariant) {
-                item = try ItemPlaintext.deserialize(plaintext)
-            } catch {
-                throw .corrupt("item #\(index) decrypts to an invalid item: \(error.reason)", path: path)
-            }
-            try checkHashedAttributes(record, item, key: key, index: index)
-            item.origin = .init(
-                key: key, record: record, label: item.label, attributes: item.attributes, secret: item.secret,
-                created: item.created, modified: item.modified)
-            items.append(item)
-        }
-        if failed.count == file.records.count, !failed.isEmpty {
-            throw FileKeyringError(
-                .decryptionFailed,
-                "decryption failed: the master secret does not open this keyring (every item failed its MAC check). "
-                    + "Use the secret the file was written with (in a Flatpak, the one the Secret portal returns); "
-                    + "the file was left as it is",
-                path: path)
-        } else if let first = failed.first {
-            throw FileKeyringError(
-                .decryptionFailed,
-                "decryption failed: \(failed.count) of \(file.records.count) items (the first is item #\(first)) failed "
-                    + "their MAC check, so the file was altered or partly written with another master secret. "
-                    + "The file was left as it is: restore it from a backup or remove the damaged items with another tool",
-                path: path)
-        }
-        return items
-    }
-
-    /// The hashed attributes are outside the item's MAC: they must name exactly the item's
-    /// attributes, each with the HMAC of its value (oo7 checks the same).
-    private func checkHashedAttributes(_ record: EncryptedRecord, _ item: FileKeyringItem, key: KeyringKey, index: Int) throws(FileKeyringError) {
-        var consistent = record.hashedAttributes.count == item.attributes.count
-        for hashed in record.hashedAttributes where consistent {
-            guard let value = item.attributes[hashed.name] else {
-                consistent = false
-                break
-            }
-            let bytes = Array(value.utf8)
-            consistent = try key.verifyMAC(bytes, 0..<bytes.count, expected: hashed.mac, 0..<hashed.mac.count)
-        }
-        if !consistent {
-            throw .corrupt("item #\(index)'s searchable attributes do not match its encrypted attributes", path: path)
-        }
-    }
-
-    /// The record of `item` under `key`: its hashed attributes and its sealed plaintext.
-    static func encrypt(_ item: FileKeyringItem, key: KeyringKey) throws(FileKeyringError) -> EncryptedRecord {
-        let names = item.attributes.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-        var hashed: [EncryptedRecord.HashedAttribute] = []
-        for name in names { hashed.append(.init(name: name, mac: try key.hashAttribute(item.attributes[name]!))) }
-        return EncryptedRecord(hashedAttributes: hashed, blob: try key.seal(ItemPlaintext.serialize(item)))
     }
 }

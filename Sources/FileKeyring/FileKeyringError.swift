@@ -12,11 +12,12 @@ public struct FileKeyringError: Error, Sendable, Equatable, CustomStringConverti
         /// Creates a code from its identifier.
         public init(rawValue: String) { self.rawValue = rawValue }
 
-        /// An item's MAC did not verify: the master secret is not the one the file was written
-        /// with, or the file was altered. (The format has no separate password check.)
+        /// No item's MAC verified: the master secret is not the one the file was written with.
+        /// (The format has no separate password check.)
         public static let decryptionFailed = Code(rawValue: "decryptionFailed")
-        /// The file is not a keyring or is damaged: bad header, truncated, malformed GVariant,
-        /// salt size mismatch, bad padding, hashed attributes that disagree with the item.
+        /// The file is not a keyring or is damaged as a whole: bad header, truncated, malformed
+        /// GVariant, salt size mismatch. (One damaged record among readable ones is not this:
+        /// see ``damagedItem`` and ``FileKeyringDamagedRecord``.)
         public static let corruptFile = Code(rawValue: "corruptFile")
         /// A keyring of another format version (0.x is the old gnome-keyring format).
         public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
@@ -24,7 +25,8 @@ public struct FileKeyringError: Error, Sendable, Equatable, CustomStringConverti
         public static let io = Code(rawValue: "io")
         /// Another writer held the lock for longer than the timeout.
         public static let lockTimeout = Code(rawValue: "lockTimeout")
-        /// An item cannot be stored: a label, attribute name or value contains a NUL character.
+        /// An item cannot be stored: a label, attribute name or value contains a NUL character or
+        /// is over 64 KiB, or the item has more than 1,000 attributes.
         public static let invalidItem = Code(rawValue: "invalidItem")
         /// libgcrypt failed (not a wrong secret): initialisation, key derivation, cipher or MAC.
         public static let cryptoFailure = Code(rawValue: "cryptoFailure")
@@ -32,6 +34,13 @@ public struct FileKeyringError: Error, Sendable, Equatable, CustomStringConverti
         /// the read and the write every time): nothing was written. libsecret and oo7 do not take
         /// this package's lock; trying again usually succeeds.
         public static let concurrentWrite = Code(rawValue: "concurrentWrite")
+        /// A record the call asked for cannot be read (``FileKeyringDamagedRecord``: it fails its
+        /// MAC check or decrypts to an invalid item) while the rest of the file can: it may be the
+        /// item asked for, so it is neither "not found" nor overwritten; it is left as it is.
+        public static let damagedItem = Code(rawValue: "damagedItem")
+        /// The file, or a count or string in it, is over this module's caps (``FileKeyring``:
+        /// far over what libsecret or oo7 write for one app); it was not read further.
+        public static let tooLarge = Code(rawValue: "tooLarge")
         /// The body of ``FileKeyring/modify(_:)`` threw to abandon the transaction.
         public static let aborted = Code(rawValue: "aborted")
 
@@ -76,6 +85,29 @@ extension FileKeyringError {
             .corruptFile,
             "the keyring file is damaged (\(what)); it was left as it is: restore it from a backup "
                 + "(libsecret keeps the previous version as `default.keyring~`) or move it away to start a new keyring",
+            path: path)
+    }
+
+    /// The file is over a cap: `what` says which.
+    static func tooLarge(_ what: String, path: String) -> FileKeyringError {
+        FileKeyringError(
+            .tooLarge,
+            "the keyring file is too large to read (\(what)); libsecret and oo7 never write so much for one app, "
+                + "so it is damaged or not a keyring. It was left as it is: move it aside to start a new keyring, "
+                + "or restore it from a backup (libsecret keeps the previous version as `default.keyring~`)",
+            path: path)
+    }
+
+    /// A ``Code/damagedItem`` error: a call asked for items `records` may be. `records` is not
+    /// empty; its descriptions name no attribute value.
+    public static func damaged(_ records: [FileKeyringDamagedRecord], path: String) -> FileKeyringError {
+        let names = records.map(\.description).joined(separator: ", ")
+        return FileKeyringError(
+            .damagedItem,
+            "the item asked for may be in a damaged record of the keyring file: \(names). Nothing was changed; "
+                + "the rest of the file is readable. Restore the file from a backup (libsecret keeps the previous "
+                + "version as `default.keyring~`), or remove the damaged record with libsecret's `secret-tool clear` "
+                + "and the item's attributes",
             path: path)
     }
 }

@@ -92,7 +92,9 @@ public struct FileKeyringItem: Sendable, Equatable {
         let modified: UInt64
     }
 
-    /// Throws ``FileKeyringError/Code/invalidItem`` when the item cannot be stored.
+    /// Throws ``FileKeyringError/Code/invalidItem`` when the item cannot be stored: a NUL in a
+    /// string, or over a cap readers enforce (more than 1,000 attributes, a label, name or value
+    /// over 64 KiB).
     func validate(index: Int) throws(FileKeyringError) {
         func check(_ string: String, _ what: String) throws(FileKeyringError) {
             if string.utf8.contains(0) {
@@ -102,8 +104,18 @@ public struct FileKeyringItem: Sendable, Equatable {
         }
         try check(label, "label")
         for (name, value) in attributes {
-            try check(name, "attribute name \"\(name.filter { $0 != "\0" })\"")
-            try check(value, "value of attribute \"\(name.filter { $0 != "\0" })\"")
+            try check(name, "attribute name \"\(FileKeyringDamagedRecord.printable(name.filter { $0 != "\0" }))\"")
+            try check(value, "value of attribute \"\(FileKeyringDamagedRecord.printable(name.filter { $0 != "\0" }))\"")
+        }
+        // What no reader of this module would read back (KeyringFile's caps) is not written either.
+        let cap = KeyringFile.maximumStringLength
+        if attributes.count > KeyringFile.maximumAttributes {
+            throw FileKeyringError(.invalidItem, "item #\(index) cannot be stored: it has \(attributes.count) attributes, "
+                                   + "more than the \(KeyringFile.maximumAttributes) a keyring item may have; store fewer")
+        }
+        if label.utf8.count > cap || attributes.contains(where: { $0.key.utf8.count > cap || $0.value.utf8.count > cap }) {
+            throw FileKeyringError(.invalidItem, "item #\(index) cannot be stored: its label, an attribute name or an "
+                                   + "attribute value is longer than \(cap) bytes; shorten it (the secret may be longer)")
         }
     }
 }

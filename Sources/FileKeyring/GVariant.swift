@@ -126,6 +126,9 @@ indirect enum GVariantValue {
 /// A GVariant that does not decode: the reason, without any data.
 struct MalformedGVariant: Error {
     let reason: String
+    /// True when it may be well formed but holds more than a cap the reader set (an array's
+    /// `limit`, a string's `maximumLength`).
+    var exceedsCap = false
 }
 
 /// Decoding: functions over one span of serialized data, working with absolute ranges of it.
@@ -162,12 +165,15 @@ enum GVariantReader {
         return result
     }
 
-    /// The ranges of an array's elements, given the element layout.
-    static func array(_ data: Span<UInt8>, _ range: Range<Int>, _ element: GVariantLayout) throws(MalformedGVariant) -> [Range<Int>] {
+    /// The ranges of an array's elements, given the element layout. An array of more than `limit`
+    /// elements fails (`exceedsCap`) before anything is allocated for them.
+    static func array(_ data: Span<UInt8>, _ range: Range<Int>, _ element: GVariantLayout,
+                      limit: Int = .max) throws(MalformedGVariant) -> [Range<Int>] {
         let size = range.count
         guard size > 0 else { return [] }
         if let fixed = element.fixedSize {
             guard size % fixed == 0 else { throw MalformedGVariant(reason: "a fixed-size array of uneven length") }
+            guard size / fixed <= limit else { throw MalformedGVariant(reason: "more than \(limit) elements", exceedsCap: true) }
             return stride(from: range.lowerBound, to: range.upperBound, by: fixed).map { $0..<($0 + fixed) }
         }
         let width = offsetSize(size)
@@ -175,9 +181,12 @@ enum GVariantReader {
         guard bodyEnd >= 0, bodyEnd <= size, (size - bodyEnd) % width == 0 else {
             throw MalformedGVariant(reason: "an array whose framing offsets are out of bounds")
         }
+        let count = (size - bodyEnd) / width
+        guard count <= limit else { throw MalformedGVariant(reason: "more than \(limit) elements", exceedsCap: true) }
         var position = 0
         var result: [Range<Int>] = []
-        for index in 0..<((size - bodyEnd) / width) {
+        result.reserveCapacity(count)
+        for index in 0..<count {
             let start = align(position, element.alignment)
             let end = readOffset(data, range.lowerBound + bodyEnd + index * width, width)
             guard start <= end, end <= bodyEnd else { throw MalformedGVariant(reason: "an array element out of bounds") }
@@ -199,9 +208,13 @@ enum GVariantReader {
         return value
     }
 
-    /// A string: NUL-terminated, no NUL inside, valid UTF-8.
-    static func string(_ data: Span<UInt8>, _ range: Range<Int>) throws(MalformedGVariant) -> String {
+    /// A string: NUL-terminated, no NUL inside, valid UTF-8. One of more than `maximumLength`
+    /// bytes fails (`exceedsCap`) before it is copied.
+    static func string(_ data: Span<UInt8>, _ range: Range<Int>, maximumLength: Int = .max) throws(MalformedGVariant) -> String {
         guard let last = range.last, data[last] == 0 else { throw MalformedGVariant(reason: "a string without its terminating NUL") }
+        guard range.count - 1 <= maximumLength else {
+            throw MalformedGVariant(reason: "a string of more than \(maximumLength) bytes", exceedsCap: true)
+        }
         let bytes = bytes(data, range.dropLast())
         guard !bytes.contains(0), let string = String(validating: bytes, as: UTF8.self) else {
             throw MalformedGVariant(reason: "a string that is not valid UTF-8")

@@ -78,11 +78,11 @@ final class KeyringKey: Sendable {
     /// (wrong key or altered data). A blob of impossible length, or bad padding after a good MAC,
     /// is corrupt.
     func open(_ blob: [UInt8], path: String) throws(FileKeyringError) -> SecretBytes? {
-        let macStart = blob.count - Self.macLength
-        let ivStart = macStart - Self.ivLength
-        guard ivStart >= Self.blockLength, ivStart % Self.blockLength == 0 else {
+        guard Self.hasPossibleLength(blob) else {
             throw .corrupt("an item's encrypted data has an impossible length of \(blob.count) bytes", path: path)
         }
+        let macStart = blob.count - Self.macLength
+        let ivStart = macStart - Self.ivLength
         guard try verifyMAC(blob, 0..<macStart, expected: blob, macStart..<blob.count) else { return nil }
         let plaintext = blob.withUnsafeBytes { raw in
             Result { () throws(GcryptError) in
@@ -94,6 +94,12 @@ final class KeyringKey: Sendable {
             throw .corrupt("an item's padding is invalid", path: path)
         }
         return try Self.checked(plaintext)
+    }
+
+    /// Whether `blob` can be `ciphertext ‖ IV ‖ MAC`: at least one cipher block, whole blocks.
+    static func hasPossibleLength(_ blob: [UInt8]) -> Bool {
+        let ciphertext = blob.count - macLength - ivLength
+        return ciphertext >= blockLength && ciphertext % blockLength == 0
     }
 
     /// The success of `result`, or its libgcrypt failure as a file keyring error.

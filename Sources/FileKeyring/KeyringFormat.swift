@@ -29,6 +29,21 @@ struct KeyringFile {
     /// otherwise make every open take hours. libsecret and oo7 write 100000.
     static let maximumIterations: UInt32 = 10_000_000
 
+    // Caps on what a file may hold. The whole file is parsed before any MAC is checked, so these
+    // bound what a damaged or hostile file (or a fuzzer's) costs before anything is known about
+    // it: each is checked from the GVariant framing, before the records, attributes or strings it
+    // counts are allocated. They sit far above what libsecret or oo7 write for one app (a sandbox's
+    // keyring holds one app's items, usually a few dozen).
+    /// Records per file. Reading costs about 0.4 ms per record in a debug build (measured: 10,000
+    /// records of 2 MB in 4.3 s, 100,000 in 50 s), so a hostile file is refused past 10,000.
+    static let maximumRecords = 10_000
+    /// Attributes per item, hashed or encrypted. libsecret's schemas have at most 32; PingStorage
+    /// writes fewer than 10. Also bounds the per-item duplicate check.
+    static let maximumAttributes = 1_000
+    /// Bytes per label, attribute name or attribute value (not secrets: a secret is bounded by
+    /// the file size alone, `POSIX.maximumFileSize`).
+    static let maximumStringLength = 64 << 10
+
     var salt: [UInt8]
     var iterations: UInt32
     var modified: UInt64
@@ -78,6 +93,8 @@ struct KeyringFile {
         do throws(MalformedGVariant) {
             let data = bytes.span
             self = try Self.parseBody(data, (prefix + 2)..<bytes.count)
+        } catch where error.exceedsCap {
+            throw .tooLarge("it holds \(error.reason)", path: path)
         } catch {
             throw .corrupt("its contents are not a valid keyring: \(error.reason)", path: path)
         }
@@ -93,14 +110,24 @@ struct KeyringFile {
         guard salt.count == Int(saltSize) else {
             throw MalformedGVariant(reason: "a salt of \(salt.count) bytes where the header says \(saltSize)")
         }
+        let recordRanges = try capped("more than \(maximumRecords) records") { () throws(MalformedGVariant) in
+            try GVariantReader.array(data, members[5], .variable, limit: maximumRecords)
+        }
         var records: [EncryptedRecord] = []
-        for recordRange in try GVariantReader.array(data, members[5], .variable) {
+        records.reserveCapacity(recordRanges.count)
+        for (index, recordRange) in recordRanges.enumerated() {
             let parts = try GVariantReader.tuple(data, recordRange, recordMembers)
+            let entries = try capped("a record (#\(index)) with more than \(maximumAttributes) hashed attributes") { () throws(MalformedGVariant) in
+                try GVariantReader.array(data, parts[0], .variable, limit: maximumAttributes)
+            }
             var hashed: [EncryptedRecord.HashedAttribute] = []
-            for entry in try GVariantReader.array(data, parts[0], .variable) {
+            var names = Set<String>()
+            for entry in entries {
                 let pair = try GVariantReader.tuple(data, entry, recordMembers)
-                let name = try GVariantReader.string(data, pair[0])
-                guard !hashed.contains(where: { $0.name == name }) else {
+                let name = try capped("a record (#\(index)) with a hashed attribute name of more than \(maximumStringLength) bytes") {
+                    () throws(MalformedGVariant) in try GVariantReader.string(data, pair[0], maximumLength: maximumStringLength)
+                }
+                guard names.insert(name).inserted else {
                     throw MalformedGVariant(reason: "an item with the same hashed attribute twice")
                 }
                 hashed.append(.init(name: name, mac: GVariantReader.bytes(data, pair[1])))
@@ -111,6 +138,15 @@ struct KeyringFile {
             salt: salt, iterations: try GVariantReader.uint32(data, members[2]),
             modified: try GVariantReader.uint64(data, members[3]),
             usageCount: try GVariantReader.uint32(data, members[4]), records: records)
+    }
+
+    /// `body`, whose cap failure is told as `what`.
+    private static func capped<T>(_ what: String, _ body: () throws(MalformedGVariant) -> T) throws(MalformedGVariant) -> T {
+        do {
+            return try body()
+        } catch where error.exceedsCap {
+            throw MalformedGVariant(reason: what, exceedsCap: true)
+        }
     }
 
     /// The whole file: header, version, body in GVariant normal form.
@@ -145,19 +181,22 @@ enum ItemPlaintext {
         ]).serialized()
     }
 
-    /// Decodes a decrypted item. The secret is copied into its own secure buffer.
+    /// Decodes a decrypted item. The secret is copied into its own secure buffer. An item over a
+    /// cap of `KeyringFile` (attributes, string lengths) fails like a malformed one (`exceedsCap`):
+    /// its record is then damaged, as any record that decrypts to an invalid item.
     static func deserialize(_ plaintext: SecretBytes) throws(MalformedGVariant) -> FileKeyringItem {
         try plaintext.withSpan { data throws(MalformedGVariant) in
             let parts = try GVariantReader.tuple(data, 0..<data.count, members)
+            let cap = KeyringFile.maximumStringLength
             var attributes: [String: String] = [:]
-            for entry in try GVariantReader.array(data, parts[0], .variable) {
+            for entry in try GVariantReader.array(data, parts[0], .variable, limit: KeyringFile.maximumAttributes) {
                 let kv = try GVariantReader.tuple(data, entry, pair)
-                let name = try GVariantReader.string(data, kv[0])
+                let name = try GVariantReader.string(data, kv[0], maximumLength: cap)
                 guard attributes[name] == nil else { throw MalformedGVariant(reason: "an item with the same attribute twice") }
-                attributes[name] = try GVariantReader.string(data, kv[1])
+                attributes[name] = try GVariantReader.string(data, kv[1], maximumLength: cap)
             }
             return FileKeyringItem(
-                label: try GVariantReader.string(data, parts[1]), attributes: attributes,
+                label: try GVariantReader.string(data, parts[1], maximumLength: cap), attributes: attributes,
                 secret: FileKeyringSecret(buffer: plaintext.slice(parts[4])),
                 created: try GVariantReader.uint64(data, parts[2]), modified: try GVariantReader.uint64(data, parts[3]))
         }

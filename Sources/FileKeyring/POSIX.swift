@@ -9,8 +9,11 @@ internal import Gcrypt
 // directory creation and `flock`. Every failure becomes a `FileKeyringError` with the errno.
 
 enum POSIX {
-    /// Files larger than this are not keyrings (a keyring of 10000 items is a few MiB).
-    static let maximumFileSize = 256 << 20
+    /// Files larger than this are not read: 10,000 items (KeyringFile's cap) of 1.6 KiB each, where
+    /// a sandboxed app's keyring holds a few KiB (libsecret and oo7 parse the whole file in memory
+    /// too). Checked from `fstat` before anything is allocated for the contents, and again while
+    /// reading (a file written in place can grow).
+    static let maximumFileSize = 16 << 20
 
     /// One version of a file, as `stat` tells it: a writer that replaces the file (a rename, as
     /// libsecret and oo7 write) gives it another inode; one that writes in place changes its size
@@ -58,7 +61,9 @@ enum POSIX {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw failure("look at the keyring file", path, errno) }
         let version = FileVersion(status)
+        guard status.st_size <= maximumFileSize else { throw tooLarge(Int64(status.st_size), path) }
         var contents: [UInt8] = []
+        contents.reserveCapacity(Int(status.st_size))
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
@@ -68,9 +73,7 @@ enum POSIX {
             }
             if count == 0 { return (contents, version) }
             contents += chunk[0..<count]
-            if contents.count > maximumFileSize {
-                throw .corrupt("it is larger than \(maximumFileSize >> 20) MiB", path: path)
-            }
+            if contents.count > maximumFileSize { throw tooLarge(Int64(contents.count), path) }
         }
     }
 
@@ -208,6 +211,10 @@ enum POSIX {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
+    private static func tooLarge(_ size: Int64, _ path: String) -> FileKeyringError {
+        .tooLarge("\(size) bytes, over the cap of \(maximumFileSize >> 20) MiB", path: path)
     }
 
     private static func failure(_ operation: String, _ path: String, _ error: Int32) -> FileKeyringError {

@@ -85,9 +85,23 @@ package struct FileKeyringInventory: Sendable {
 
     /// Every item whose attributes include all pairs of at least one of `queries`, in file order.
     /// - Throws: ``KeychainError`` (`.corruptItem` for a file that cannot be decrypted or parsed,
-    ///   `.providerError` when it cannot be read).
+    ///   or when a damaged record of it may match a query; `.providerError` when it cannot be read).
     package func items(matchingAny queries: [[String: String]]) async throws -> [Item] {
-        let stored = try await read()
+        let contents = try await read()
+        // A damaged record one of the queries may match fails the call: the list would lack it.
+        do throws(FileKeyringError) {
+            var damaged: [FileKeyringDamagedRecord] = []
+            for record in contents.damaged {
+                for query in queries where try record.matches(query) {
+                    damaged.append(record)
+                    break
+                }
+            }
+            if !damaged.isEmpty { throw FileKeyringError.damaged(damaged, path: keyring.path) }
+        } catch {
+            throw KeychainError(error)
+        }
+        let stored = contents.items
         return try stored.indices.filter { index in queries.contains { stored[index].matches($0) } }
             .map { try item(stored, at: $0) }
     }
@@ -98,15 +112,47 @@ package struct FileKeyringInventory: Sendable {
     package func storedItem(account: String) async throws -> Item? {
         let rules = AccountRules(account: account, configuration: configuration)
         do { try rules.validate() } catch { throw error.thrown }
-        let stored = try await read()
+        let contents = try await read()
+        do throws(FileKeyringError) {
+            try FileKeyringStore.refuseDamaged(contents.damaged, of: rules, in: keyring)
+        } catch {
+            throw KeychainError(error, account: account)
+        }
+        let stored = contents.items
         return try FileKeyringStore.chosen(in: stored, of: rules, for: .toRead).map { try item(stored, at: $0) }
     }
 
-    /// Whether the file exists, and how many items it holds (every one decrypted: a damaged file
-    /// throws as ``items(matchingAny:)``). An absent file is created by the first save.
+    /// Whether the file exists, and how many readable items it holds (a file that cannot be
+    /// decrypted or parsed throws as ``items(matchingAny:)``). An absent file is created by the
+    /// first save.
     package func contents() async throws -> (exists: Bool, itemCount: Int) {
-        let count = try await read().count
-        return (count > 0 || FileManager.default.fileExists(atPath: keyring.path), count)
+        let state = try await state()
+        return (state.exists, state.itemCount)
+    }
+
+    /// A damaged record of the file (FileKeyring's `FileKeyringDamagedRecord`), as ping-keyring
+    /// shows it: never a secret or an attribute value.
+    package struct DamagedRecord: Sendable, Equatable {
+        /// Its position among the file's records, from 1.
+        package var number: Int
+        /// What is wrong: `failedMAC`, `invalidItem` or `inconsistentAttributes`.
+        package var damage: String
+        /// What is wrong, in words (`it fails its MAC check`).
+        package var problem: String
+        /// The names of its hashed attributes (control characters replaced, long ones cut).
+        package var hashedAttributeNames: [String]
+    }
+
+    /// Whether the file exists, how many readable items it holds and which records are damaged,
+    /// from one read. Throws as ``contents()``.
+    package func state() async throws -> (exists: Bool, itemCount: Int, damaged: [DamagedRecord]) {
+        let contents = try await read()
+        let count = contents.items.count + contents.damaged.count
+        let damaged = contents.damaged.map {
+            DamagedRecord(number: $0.index + 1, damage: $0.damage.rawValue, problem: $0.damage.description,
+                          hashedAttributeNames: $0.hashedAttributeNames.map(FileKeyringDamagedRecord.printable))
+        }
+        return (count > 0 || FileManager.default.fileExists(atPath: keyring.path), contents.items.count, damaged)
     }
 
     /// What copying the host's items in did for the configuration's service in this process; nil
@@ -122,9 +168,9 @@ package struct FileKeyringInventory: Sendable {
         }
     }
 
-    private func read() async throws -> [FileKeyringItem] {
+    private func read() async throws -> FileKeyringContents {
         do {
-            return try await keyring.items(by: Deadline(timeout: configuration.timeout).instant)
+            return try await keyring.contents(by: Deadline(timeout: configuration.timeout).instant)
         } catch {
             throw KeychainError(error)
         }

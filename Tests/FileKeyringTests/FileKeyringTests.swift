@@ -150,7 +150,7 @@ import Testing
         }
     }
 
-    @Test("every flipped byte of an item's blob fails the MAC; the file is never rewritten")
+    @Test("every flipped byte of an item's blob fails the MAC: that item is damaged, the other readable")
     func tampering() throws {
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1"), item("b", "2")] }
@@ -163,14 +163,15 @@ import Testing
             var bad = good
             bad[start + offset] ^= 0x80
             try writeBytes(bad, to: path)
-            let error = #expect(throws: FileKeyringError.self) { try keyring.modify { items in items.removeAll() } }
-            #expect(error?.code == .decryptionFailed)
-            #expect(error?.message.contains("1 of 2 items") == true)
-            #expect(try readBytes(path) == bad)
+            let contents = try keyring.contents()
+            #expect(contents.items.map(\.label) == ["a"])
+            #expect(contents.damaged.map(\.index) == [1] && contents.damaged.first?.damage == .failedMAC)
+            try keyring.modify { items in items.removeAll() }  // the readable item goes, the damaged one stays
+            #expect(try KeyringFile(parsing: readBytes(path), path: path).records.map(\.blob) == [Array(bad[start..<(start + blob.count)])])
         }
     }
 
-    @Test("hashed attributes that disagree with the item are corrupt")
+    @Test("hashed attributes that disagree with the item make it damaged")
     func hashedAttributeMismatch() throws {
         let keyring = try makeKeyring(path)
         try keyring.modify { items in items = [item("a", "1", ["k": "v1"]), item("b", "2", ["k": "v2"])] }
@@ -180,8 +181,9 @@ import Testing
         file.records[0].hashedAttributes = file.records[1].hashedAttributes
         file.records[1].hashedAttributes = first
         try writeBytes(file.serialized(), to: path)
-        let error = #expect(throws: FileKeyringError.self) { try keyring.items() }
-        #expect(error?.code == .corruptFile)
+        let error = #expect(throws: FileKeyringError.self) { try keyring.items(matching: ["k": "v1"]) }
+        #expect(error?.code == .damagedItem, "both records are damaged, and either may be k=v1")
+        #expect(try keyring.contents().damaged.map(\.damage) == [.inconsistentAttributes, .inconsistentAttributes])
     }
 
     @Test("truncated files are corrupt and left alone", arguments: [0, 1, 15, 16, 17, 18, 40, 70, -1, -33, -100])

@@ -139,6 +139,36 @@ struct DoctorFileKeyringTests {
         #expect(report.exitStatus == .other)
     }
 
+    @Test func damagedRecordsFailTheFileCheckByNameAndTheChecksAfterItGoOn() async throws {
+        var environment = fileEnvironment()
+        let record = DamagedRecordFinding(number: 2, damage: "failedMAC", problem: "it fails its MAC check",
+                                          hashedAttributeNames: ["account", "service"])
+        environment.fileResult = .success(FileKeyringState(path: keyringPath, exists: true, itemCount: 1, damaged: [record]))
+        let report = await Doctor.run(environment)
+        #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "portal:pass", "fileKeyring:fail", "probe:pass",
+                                     "encryptionKey:pass"] + secretServiceSkipped)
+        let check = report.checks[3]
+        #expect(check.detail == "\(keyringPath) exists, with 1 readable item and 1 damaged record: "
+                + "record 2 (it fails its MAC check; hashed attributes: account, service)")
+        #expect(check.errorKind == "corruptItem" && check.fix == Doctor.FileFix.damagedRecords)
+        #expect(report.exitStatus == .corrupt)
+        #expect(report.human.contains("FAIL  file keyring       \(check.detail)\n"))
+
+        let json = try parseJSON(report.json.document)
+        let checks = try #require(json["checks"] as? [[String: Any]])
+        let damaged = try #require(checks[3]["damagedRecords"] as? [[String: Any]])
+        #expect(damaged.count == 1)
+        #expect(damaged.first?["record"] as? Int == 2)
+        #expect(damaged.first?["damage"] as? String == "failedMAC")
+        #expect(damaged.first?["problem"] as? String == "it fails its MAC check")
+        #expect(damaged.first?["hashedAttributes"] as? [String] == ["account", "service"])
+        #expect(checks[4]["damagedRecords"] == nil, "only the file check has them")
+
+        let sound = try parseJSON(await Doctor.run(fileEnvironment()).json.document)
+        #expect((sound["checks"] as? [[String: Any]])?[3]["damagedRecords"] as? [Any] != nil, "a sound file: an empty list")
+        #expect(((sound["checks"] as? [[String: Any]])?[3]["damagedRecords"] as? [Any])?.isEmpty == true)
+    }
+
     @Test func theProbeAndTheKeysAreTheFilesOwn() async {
         var environment = fileEnvironment()
         environment.probeResult = .failure(ToolError(kind: "probeMismatch", message: "different bytes", status: .other))

@@ -24,6 +24,11 @@ extension Doctor {
         /// The file cannot be decrypted or parsed.
         static let corruptFile = "the file was left as it is: restore it from a backup, or move it aside so that the "
             + "next save starts a new keyring (the items in it are then lost to the app)."
+        /// Records of the file are damaged; the others are read.
+        static let damagedRecords = "the damaged records were left as they are and every other item works; an account "
+            + "whose item may be in one fails with corruptItem (its save and delete too). Restore the file from a backup "
+            + "(libsecret keeps the previous version as default.keyring~), or remove a damaged record with libsecret's "
+            + "`secret-tool clear` and its attributes, run inside the sandbox."
         /// The file cannot be read.
         static let unreadableFile = "check that the file and its directory are readable and writable by the app "
             + "(and that the disk is not full)."
@@ -86,7 +91,13 @@ extension Doctor {
         let file: FileKeyringState
         do {
             file = try await environment.fileKeyring()
-            checks.append(.pass("fileKeyring", "file keyring", file.description))
+            // Damaged records fail the check, but the file is read: the checks after it go on.
+            var check = file.damaged.isEmpty
+                ? DoctorCheck.pass("fileKeyring", "file keyring", file.description)
+                : DoctorCheck.fail("fileKeyring", "file keyring", ToolError(kind: "corruptItem", message: file.description),
+                                   fix: FileFix.damagedRecords)
+            check.damagedRecords = file.damaged
+            checks.append(check)
         } catch {
             checks.append(.fail("fileKeyring", "file keyring", error,
                                 fix: error.status == .corrupt ? FileFix.corruptFile
@@ -125,20 +136,54 @@ extension Doctor {
     }
 }
 
-/// The file keyring as the doctor sees it: where, whether it exists and how many items it holds
-/// (all of them decrypted with the portal's secret).
+/// The file keyring as the doctor sees it: where, whether it exists, how many items it holds
+/// (decrypted with the portal's secret) and which records are damaged.
 struct FileKeyringState: Sendable, Equatable {
     /// The keyring file.
     var path: String
     /// False until the first save creates it.
     var exists: Bool
-    /// Every item of the file, PingStorage's and others'.
+    /// Every readable item of the file, PingStorage's and others'.
     var itemCount: Int
+    /// The records that cannot be read (FileKeyring's `FileKeyringDamagedRecord`), in file order.
+    var damaged: [DamagedRecordFinding] = []
 
-    /// `PATH exists, with 3 items` or `PATH is not created yet: created on the first save`.
+    /// `PATH exists, with 3 items`, `PATH is not created yet: created on the first save`, or with
+    /// damaged records `PATH exists, with 2 readable items and 1 damaged record: record 2 (…)`.
     var description: String {
         guard exists else { return "\(path) is not created yet: created on the first save" }
-        return "\(path) exists, with \(itemCount) item\(itemCount == 1 ? "" : "s")"
+        guard !damaged.isEmpty else { return "\(path) exists, with \(itemCount) item\(itemCount == 1 ? "" : "s")" }
+        return "\(path) exists, with \(itemCount) readable item\(itemCount == 1 ? "" : "s") and \(damaged.count) damaged "
+            + "record\(damaged.count == 1 ? "" : "s"): " + damaged.map(\.description).joined(separator: "; ")
+    }
+}
+
+/// A record of the file keyring that cannot be read, as the doctor names it: its position, what
+/// is wrong and its hashed attributes' names, never a secret or an attribute value.
+struct DamagedRecordFinding: Sendable, Equatable {
+    /// Its position among the file's records, from 1.
+    var number: Int
+    /// `failedMAC`, `invalidItem` or `inconsistentAttributes`.
+    var damage: String
+    /// What is wrong, in words.
+    var problem: String
+    /// The names of its hashed attributes, in file order.
+    var hashedAttributeNames: [String]
+
+    /// `record 2 (it fails its MAC check; hashed attributes: account, service)`.
+    var description: String {
+        "record \(number) (\(problem); "
+            + (hashedAttributeNames.isEmpty ? "no hashed attributes)" : "hashed attributes: \(hashedAttributeNames.joined(separator: ", ")))")
+    }
+
+    /// `{"record", "damage", "problem", "hashedAttributes"}`.
+    var json: JSONValue {
+        .object([
+            ("record", .int(number)),
+            ("damage", .string(damage)),
+            ("problem", .string(problem)),
+            ("hashedAttributes", .array(hashedAttributeNames.map(JSONValue.string))),
+        ])
     }
 }
 

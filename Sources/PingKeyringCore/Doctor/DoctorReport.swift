@@ -26,6 +26,9 @@ struct DoctorCheck: Sendable, Equatable {
     var errorKind: String?
     /// The exit status a failure maps to.
     var exitStatus: ExitCode?
+    /// The file keyring check's damaged records, once the file was read (then in its JSON as
+    /// `damagedRecords`, empty for a sound file); nil for every other check.
+    var damagedRecords: [DamagedRecordFinding]? = nil
 
     static func pass(_ id: String, _ title: String, _ detail: String) -> DoctorCheck {
         DoctorCheck(id: id, title: title, status: .pass, detail: detail)
@@ -41,7 +44,7 @@ struct DoctorCheck: Sendable, Equatable {
     }
 
     var json: JSONValue {
-        .object([
+        var members: [(String, JSONValue)] = [
             ("id", .string(id)),
             ("title", .string(title)),
             ("status", .string(status.rawValue)),
@@ -49,7 +52,9 @@ struct DoctorCheck: Sendable, Equatable {
             ("technicalDetail", .string(technicalDetail)),
             ("fix", .string(fix)),
             ("errorKind", .string(errorKind)),
-        ])
+        ]
+        if let damagedRecords { members.append(("damagedRecords", .array(damagedRecords.map(\.json)))) }
+        return .object(members)
     }
 }
 

@@ -44,12 +44,17 @@ extension LiveDoctorEnvironment {
         }
     }
 
-    /// The file keyring opened as KeychainStorage opens it, every item decrypted to count it.
+    /// The file keyring opened as KeychainStorage opens it, every item decrypted to count it and
+    /// every damaged record named.
     func fileKeyring() async throws(ToolError) -> FileKeyringState {
         do {
             let inventory = try await openInventory()
-            let (exists, count) = try await inventory.contents()
-            return FileKeyringState(path: inventory.path, exists: exists, itemCount: count)
+            let state = try await inventory.state()
+            return FileKeyringState(path: inventory.path, exists: state.exists, itemCount: state.itemCount,
+                                    damaged: state.damaged.map {
+                                        DamagedRecordFinding(number: $0.number, damage: $0.damage, problem: $0.problem,
+                                                             hashedAttributeNames: $0.hashedAttributeNames)
+                                    })
         } catch {
             throw ToolError.from(error)
         }

@@ -53,9 +53,10 @@ enum StorageFailure: WaitFailure {
         self = error.code == .cancelled ? .cancelled(error.operation) : .keychain(KeychainError(error))
     }
 
-    /// A file keyring's failure: the file's path and errno go into the detail.
-    init(_ error: FileKeyringError) {
-        self = .keychain(KeychainError(error))
+    /// A file keyring's failure: the file's path and errno go into the detail; `account` names the
+    /// account a damaged item may be (``KeychainError/init(_:account:)``).
+    init(_ error: FileKeyringError, account: String? = nil) {
+        self = .keychain(KeychainError(error, account: account))
     }
 
     /// A wait for another call on the same account.

@@ -120,14 +120,21 @@ final class FileKeychain: Sendable {
 
 extension KeychainError {
     /// What a file keyring failure means for the app: the one mapping from FileKeyring's errors.
-    /// The file's path goes into ``Details/detail``.
-    init(_ error: FileKeyringError) {
+    /// The file's path goes into ``Details/detail``. `account`, when the call was one account's,
+    /// is named by a damaged item's error (FileKeyring's own messages never hold attribute values).
+    init(_ error: FileKeyringError, account: String? = nil) {
         var details = Details(message: "", detail: [error.path, error.errno.map { "errno \($0)" }].compactMap { $0 }
             .joined(separator: ", "))
         switch error.code {
-        case .decryptionFailed, .corruptFile, .unsupportedVersion:
+        case .decryptionFailed, .corruptFile, .unsupportedVersion, .tooLarge:
             details.message = "The app's keyring file cannot be read: \(error.message)."
             details.recovery = nil
+            self = .failure(.corruptItem(details))
+        case .damagedItem:
+            // One record is damaged, the rest of the file is not: only calls it may concern fail.
+            details.message = "The stored item" + (account.map { " for account '\($0)'" } ?? "")
+                + " cannot be read: \(error.message)."
+            details.recovery = "`ping-keyring doctor` lists the file's damaged records; other accounts still work."
             self = .failure(.corruptItem(details))
         case .lockTimeout, .concurrentWrite:
             details.message = "The app's keyring file stayed busy: \(error.message)."

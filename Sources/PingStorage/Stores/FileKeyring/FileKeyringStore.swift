@@ -48,8 +48,11 @@ struct FileKeyringStore: KeyringStore {
                by deadline: Deadline) async throws(StorageFailure) -> Bool {
         let secret = FileKeyringSecret(copying: value.bytes)
         let keyring = try await keychain.keyring(by: deadline)
-        let written: Void? = try await run { () async throws(FileKeyringError) in
-            try await keyring.modify(by: deadline.instant) { stored throws(FileKeyringError) in
+        let written: Void? = try await run(account: account) { () async throws(FileKeyringError) in
+            try await keyring.modify(by: deadline.instant, withDamaged: { stored, damaged throws(FileKeyringError) in
+                // A damaged record that may be the account's is neither overwritten nor left beside
+                // a new item (which of the two would libsecret find?): nothing is written.
+                try Self.refuseDamaged(damaged, of: account, in: keyring)
                 guard let target = Self.chosen(in: stored, of: account, for: .toKeep) else {
                     stored.append(FileKeyringItem(label: account.label, attributes: account.itemAttributes, secret: secret))
                     return
@@ -68,21 +71,34 @@ struct FileKeyringStore: KeyringStore {
                 }
                 stored[target] = item
                 for index in duplicates.reversed() { stored.remove(at: index) }
-            }
+            })
         }
         return written != nil
     }
 
-    /// Removes every item of the account; nothing to remove writes nothing.
+    /// Removes every item of the account; nothing to remove writes nothing. A damaged record
+    /// that may be the account's fails the delete: it is not removed, and nothing is (a delete
+    /// that succeeded would promise a `get` of nil, and the damaged record may be a value the user
+    /// restores from a backup).
     func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) {
         let keyring = try await keychain.keyring(by: deadline)
-        _ = try await run { () async throws(FileKeyringError) in
-            try await keyring.modify(by: deadline.instant) { stored throws(FileKeyringError) in
+        _ = try await run(account: account) { () async throws(FileKeyringError) in
+            try await keyring.modify(by: deadline.instant, withDamaged: { stored, damaged throws(FileKeyringError) in
+                try Self.refuseDamaged(damaged, of: account, in: keyring)
                 let before = stored.count
                 stored.removeAll { account.belongsToAccount($0.attributes) }
                 if stored.count == before { throw FileKeyringError.aborted("unchanged") }
-            }
+            })
         }
+    }
+
+    /// Throws ``FileKeyringError/Code/damagedItem`` when a record of `damaged` may be the
+    /// account's item (``AccountRules/mayBeAccounts(_:)``).
+    static func refuseDamaged(_ damaged: [FileKeyringDamagedRecord], of account: AccountRules,
+                              in keyring: FileKeyring) throws(FileKeyringError) {
+        var concerned: [FileKeyringDamagedRecord] = []
+        for record in damaged where try account.mayBeAccounts(record) { concerned.append(record) }
+        if !concerned.isEmpty { throw .damaged(concerned, path: keyring.path) }
     }
 
     /// Which of a file's items is the account's for `choice` (``AccountRules/chosen(_:for:age:)``,
@@ -107,10 +123,16 @@ struct FileKeyringStore: KeyringStore {
         }
     }
 
-    /// The file's items and the index of the one a read takes, or nil when the account has none.
+    /// The file's readable items and the index of the one a read takes, or nil when the account
+    /// has none. A damaged record that may be the account's is an error even beside a readable
+    /// item: it may hold the newer value.
     private func newestItem(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (stored: [FileKeyringItem], index: Int)? {
         let keyring = try await keychain.keyring(by: deadline)
-        let stored = try await run { () async throws(FileKeyringError) in try await keyring.items(by: deadline.instant) } ?? []
+        let stored = try await run(account: account) { () async throws(FileKeyringError) -> [FileKeyringItem] in
+            let contents = try await keyring.contents(by: deadline.instant)
+            try Self.refuseDamaged(contents.damaged, of: account, in: keyring)
+            return contents.items
+        } ?? []
         return Self.chosen(in: stored, of: account, for: .toRead).map { (stored, $0) }
     }
 
@@ -125,16 +147,33 @@ struct FileKeyringStore: KeyringStore {
         return holds(copy)
     }
 
-    /// Runs a file call: the one place its errors become ``StorageFailure``. Nil when the
-    /// transaction was abandoned on purpose (there was nothing to change).
-    func run<Value>(_ body: () async throws(FileKeyringError) -> Value) async throws(StorageFailure) -> Value? {
+    /// Runs a file call: the one place its errors become ``StorageFailure`` (naming `account`,
+    /// when the call is one account's). Nil when the transaction was abandoned on purpose (there
+    /// was nothing to change).
+    func run<Value>(account: AccountRules? = nil,
+                    _ body: () async throws(FileKeyringError) -> Value) async throws(StorageFailure) -> Value? {
         do {
             return try await body()
         } catch where error.code == .aborted {
             return nil
         } catch {
-            throw StorageFailure(error)
+            throw StorageFailure(error, account: account?.account)
         }
+    }
+}
+
+extension AccountRules {
+    /// Whether a damaged record may be the account's item: ``belongsToAccount(_:)`` asked of what
+    /// its hashed attributes say (their values compared as HMACs; the attributes it decrypted to,
+    /// when it did). Rather too many than too few: a record that may be the account's makes its
+    /// calls fail instead of find nothing, or write beside it.
+    func mayBeAccounts(_ record: FileKeyringDamagedRecord) throws(FileKeyringError) -> Bool {
+        // Another app's (its app attribute is there and is not this app) is never the account's.
+        if record.hashedAttributeNames.contains(AppIdentity.attribute), try !record.matches([AppIdentity.attribute: app]) {
+            return false
+        }
+        if try record.matches(lookupAttributes) { return true }
+        return try record.matches(usernameAttributes)
     }
 }
 

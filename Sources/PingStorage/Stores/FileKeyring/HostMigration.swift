@@ -71,6 +71,8 @@ struct HostMigration: Sendable {
             let isMarker = { @Sendable (item: FileKeyringItem) in
                 item.matches(["xdg:schema": Self.markerSchema, "service": service]) && AccountRules.isOwn(item.attributes, by: app)
             }
+            // `items` fails while a record of the file is damaged: it may be the marker or an item to
+            // copy, and a copy beside it would be a duplicate. Not done then, and tried again.
             if try await keyring.items(by: deadline.instant).contains(where: isMarker) { return .alreadyDone }
             guard await hostAnswers() else { return .hostUnreachable }
             let hostItems = try await readHostItems()
