@@ -36,6 +36,12 @@ let package = Package(
         // executor, shared work and remembered reads. Where waits end is given by its user: the
         // GLib loop thread for SecretService, a light queue for the rest. No D-Bus, no Ping names.
         .target(name: "Waiting", dependencies: ["Locking"]),
+        // The TPM 2.0 calls SecuredKey needs, in C over tpm2-tss's headers (Debian: libtss2-dev);
+        // tpm2-tss itself is loaded with dlopen only when a TPM is used, so nothing links it.
+        .target(name: "CTPM"),
+        // The Swift layer over CTPM: which connection (TCTI) to use, and every TPM command on a
+        // thread of its own with a deadline. No key storage, no Ping names.
+        .target(name: "TPM", dependencies: ["CTPM", "CGLib", "Gcrypt", "Locking"]),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
         .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
@@ -43,7 +49,7 @@ let package = Package(
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
         .target(name: "PingLogger", dependencies: ["Locking"]),
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger", "TPM"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // The command-line tool: a small library of testable pieces and a thin executable.
         .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
@@ -73,6 +79,8 @@ let package = Package(
         ),
         // log-probe: what a real process logs through LogManager.standard, to the journal or stderr.
         .executableTarget(name: "log-probe", dependencies: ["PingLogger"], path: "TestSupport/log-probe"),
+        // tpm-probe: SecuredKey as an app uses it, and whether tpm2-tss got mapped into the process.
+        .executableTarget(name: "tpm-probe", dependencies: ["PingStorage"], path: "TestSupport/tpm-probe"),
         // readme-snippets: generates Tests/ReadmeSnippetTests/ReadmeSnippets.swift from README.md.
         .executableTarget(name: "readme-snippets", path: "TestSupport/readme-snippets"),
 
@@ -80,12 +88,14 @@ let package = Package(
         .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "Gcrypt", "Waiting"]),
         .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking", "Waiting", "keychain-probe"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
+        // SecuredKey without a TPM (tpm-probe), its ECIES format and the TPM connection choice.
+        .testTarget(name: "TPMTests", dependencies: ["PingStorage", "TPM", "Gcrypt", "tpm-probe"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger", "log-probe"]),
         .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "Gcrypt", "CGLib", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "FileKeyring", "CGLib", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe"]
+            dependencies: ["PingStorage", "SecretService", "FileKeyring", "CGLib", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe", "TPM", "tpm-probe"]
         ),
         // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
         .testTarget(name: "HarnessTests"),

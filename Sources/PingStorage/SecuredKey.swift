@@ -3,36 +3,94 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import PingStorageCrypto
+internal import TPM
 
 /// A key pair held in a hardware key store, used for ECIES encryption: the iOS SDK's `SecuredKey`,
-/// which on iOS lives in the Secure Enclave.
+/// which on iOS lives in the Secure Enclave. On Linux it lives in a **TPM 2.0**.
 ///
-/// **This version reaches no hardware key store**, so ``isAvailable()`` is false on every machine
-/// and ``init(applicationTag:)`` returns nil, as iOS's does on a device without a Secure Enclave.
-/// Code written for iOS compiles unchanged and takes its no-hardware path. (A TPM 2.0 is the
-/// counterpart on Linux; it is not used yet.) ``SecuredKeyEncryptor`` does not depend on this type:
-/// it keeps an AES-256 key in the keyring and works without hardware (see <doc:Encryption>).
+/// - **The key:** an ECC P-256 decryption key created inside the TPM under the owner hierarchy's
+///   storage primary key (re-created from TCG's SRK template whenever needed); its private part
+///   never leaves the TPM in the clear. What the TPM gives back (its public area and its private
+///   area wrapped by the TPM) is kept in the keyring under the tag, for the app (``AppIdentity``):
+///   service `com.pingidentity.PingStorage.SecuredKey.TPM`, account = the tag. Another TPM (another
+///   machine, a cleared or replaced TPM) cannot load it.
+/// - **Encryption** needs only the public key and runs in software (libgcrypt); **decryption**
+///   computes the ECDH secret inside the TPM (TPM2_ECDH_ZGen). The format is Apple's ECIES
+///   (``SecKeyAlgorithm``): ephemeral public key ‖ AES-128-GCM ciphertext ‖ 16-byte tag, so data
+///   encrypted for a key by `SecKeyCreateEncryptedData` decrypts here and the other way round.
+/// - **Which TPM:** `/dev/tpmrm0` (the kernel's resource manager; the `tss` group on most
+///   distributions), else tpm2-abrmd on the system bus; `PINGSTORAGE_TPM_TCTI` chooses explicitly
+///   (`device[:PATH]`, `tabrmd[:CONFIGURATION]`, `none`). tpm2-tss (libtss2-esys and the TCTI) is
+///   loaded only when a TPM is used, with its logging silenced (`TSS2_LOG=all+none` unless set).
 ///
-/// Thread-safety: `Sendable`; no instance exists in this version.
+/// **Blocking:** every call is synchronous and blocks its calling thread, as iOS's `SecItem` calls
+/// do — for one TPM command (a few to some hundred milliseconds on hardware TPMs), and in
+/// ``init(applicationTag:)`` also for the keyring. Do not call it from the main thread of a UI or
+/// from Swift concurrency's pool in a loop: wrap it in your own thread or a detached task you can
+/// afford to block. Nothing inside the package blocks the pool: TPM commands run on a thread of their
+/// own and end for the caller after 10 s (a hung TPM gives nil, not a hang).
+///
+/// ``SecuredKeyEncryptor`` does not depend on this type: it keeps an AES-256 key in the keyring
+/// and works without a TPM (see <doc:Encryption>). What the TPM binding protects against, and what
+/// not: SECURITY.md.
+///
+/// Thread-safety: `Sendable`; any thread, any number at once (TPM commands are serialized).
 public struct SecuredKey: Sendable {
-    /// `Never`: no value of this type can be made while no hardware key store is reached, and the
-    /// compiler checks that nothing below pretends otherwise.
-    private let hardwareKey: Never
+    private let blob: TPMKeyBlob
+    /// The key's public point, uncompressed (65 bytes), as the TPM reported it when it loaded the key.
+    private let publicKey: [UInt8]
 
-    /// Whether a hardware key store is available to hold the key pair. Always false in this version.
+    /// Whether a TPM answers on the connection this machine gives (see above): false where there
+    /// is none, without loading tpm2-tss. Blocks for one TPM round trip at most 10 s.
     public static func isAvailable() -> Bool {
-        false
+        TPM.isAvailable()
     }
 
-    /// The key pair stored under `applicationTag`, created when there is none; nil when no hardware
-    /// key store is available (``isAvailable()``), which in this version is always.
+    /// The key pair stored under `applicationTag` for this app, created in the TPM when there is
+    /// none; nil when no TPM answers, the keyring cannot be read or written (locked, unavailable,
+    /// timed out: then nothing is created), or the stored key cannot be used by this TPM (another
+    /// TPM's, or a cleared one: the item is left unchanged, never replaced). Blocks the caller (see
+    /// above); reasons are logged (`LogManager`).
     /// - Parameter applicationTag: names the key pair (iOS's `kSecAttrApplicationTag`).
     public init?(applicationTag: String) {
-        // No hardware key store is reached in this version (isAvailable() is false): no key pair.
-        return nil
+        guard !applicationTag.isEmpty, CryptoLibrary.initialize() else { return nil }
+        // No TPM: nil before the keyring is touched and before anything of tpm2-tss is loaded.
+        guard TPM.isAvailable() else { return nil }
+        let item = SecuredKeyItem(tag: applicationTag)
+        do {
+            var blob = try item.read()
+            if blob == nil {
+                switch TPM.createKey() {
+                case .success(let created):
+                    try item.write(created)
+                    // Another process may have stored its own key for the tag meanwhile: what the
+                    // keyring holds now is the key every process uses.
+                    blob = try item.read()
+                case .failure(let error):
+                    Log.warning("SecuredKey '\(applicationTag)': \(error.message)")
+                    return nil
+                }
+            }
+            guard let blob else { return nil }
+            switch TPM.publicPoint(of: blob) {
+            case .success(let point):
+                self.blob = blob
+                publicKey = point
+            case .failure(let error):
+                Log.warning("SecuredKey '\(applicationTag)': the stored key cannot be used with this TPM (another machine's TPM, "
+                            + "or it was cleared); its keyring item was left unchanged: \(error.message)")
+                return nil
+            }
+        } catch {
+            Log.warning("SecuredKey '\(applicationTag)': the keyring cannot be used; no key was created", error: error)
+            return nil
+        }
     }
 
-    /// Encrypts `data` to the key pair's public key with `secAlgorithm`; nil when it cannot.
+    /// Encrypts `data` to the key pair's public key with `secAlgorithm` (in software: only the
+    /// public key is needed); nil for an algorithm other than the four P-256 ECIES ones of
+    /// ``SecKeyAlgorithm``, or when libgcrypt fails. Does not use the TPM.
     /// - Parameters:
     ///   - data: the plaintext.
     ///   - secAlgorithm: the ECIES variant, iOS's default
@@ -40,18 +98,29 @@ public struct SecuredKey: Sendable {
     public func encrypt(
         data: Data, secAlgorithm: SecKeyAlgorithm = .eciesEncryptionCofactorVariableIVX963SHA256AESGCM
     ) -> Data? {
-        switch hardwareKey {}
+        guard let variant = ECIES.variant(of: secAlgorithm) else { return nil }
+        return try? ECIES.seal(data, to: publicKey, variant: variant)
     }
 
-    /// Decrypts what ``encrypt(data:secAlgorithm:)`` produced with the key pair's private key; nil
-    /// when it cannot (other key, changed data, another algorithm).
+    /// Decrypts what ``encrypt(data:secAlgorithm:)`` produced with the key pair's private key,
+    /// inside the TPM; nil when it cannot (other key, changed data, another algorithm, the TPM did
+    /// not answer within 10 s). Blocks the caller for one TPM command.
     /// - Parameters:
     ///   - data: what ``encrypt(data:secAlgorithm:)`` returned.
     ///   - secAlgorithm: the algorithm it was encrypted with.
     public func decrypt(
         data: Data, secAlgorithm: SecKeyAlgorithm = .eciesEncryptionCofactorVariableIVX963SHA256AESGCM
     ) -> Data? {
-        switch hardwareKey {}
+        guard let variant = ECIES.variant(of: secAlgorithm) else { return nil }
+        let blob = blob
+        return ECIES.open(data, variant: variant) { ephemeral in
+            switch TPM.sharedX(blob, peer: ephemeral) {
+            case .success(let shared): return shared
+            case .failure(let error):
+                Log.warning("SecuredKey: decryption failed: \(error.message)")
+                return nil
+            }
+        }
     }
 }
 

@@ -5,9 +5,9 @@ import Testing
 /// what it installs (as root) or prints (otherwise). Nothing is installed for real and no daemon runs.
 @Suite("install-deps: needs to packages, per system", .serialized)
 struct InstallDepsTests {
-    static let buildOnApt = ["libsecret-1-dev", "libglib2.0-dev", "libgcrypt20-dev", "pkg-config"]
-    static let buildOnDnf = ["libsecret-devel", "glib2-devel", "libgcrypt-devel", "pkgconf-pkg-config"]
-    static let buildOnPacman = ["libsecret", "glib2", "libgcrypt", "pkgconf"]
+    static let buildOnApt = ["libsecret-1-dev", "libglib2.0-dev", "libgcrypt20-dev", "libtss2-dev", "pkg-config"]
+    static let buildOnDnf = ["libsecret-devel", "glib2-devel", "libgcrypt-devel", "tpm2-tss-devel", "pkgconf-pkg-config"]
+    static let buildOnPacman = ["libsecret", "glib2", "libgcrypt", "tpm2-tss", "pkgconf"]
 
     @Test func aptAsRootChecksEachPackageThenInstallsTheMissingOnes() async throws {
         let system = try StubSystem(os: .debian, installed: ["libglib2.0-dev", "pkg-config"])
@@ -16,7 +16,7 @@ struct InstallDepsTests {
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(try system.calls(of: packageTools) == Self.buildOnApt.map { "dpkg-query -W -f=${Status} \($0)" } + [
             "apt-get update -qq",
-            "apt-get install -y -qq --no-install-recommends libsecret-1-dev libgcrypt20-dev",
+            "apt-get install -y -qq --no-install-recommends libsecret-1-dev libgcrypt20-dev libtss2-dev",
         ])
     }
 
@@ -37,7 +37,7 @@ struct InstallDepsTests {
         let outcome = try await system.run("install-deps", ["build"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(try system.calls(of: packageTools) == Self.buildOnDnf.map { "rpm -q \($0)" } + [
-            "dnf install -y libsecret-devel libgcrypt-devel pkgconf-pkg-config",
+            "dnf install -y libsecret-devel libgcrypt-devel tpm2-tss-devel pkgconf-pkg-config",
         ])
     }
 
@@ -56,7 +56,7 @@ struct InstallDepsTests {
         let outcome = try await system.run("install-deps", ["build"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
         #expect(try system.calls(of: packageTools) == Self.buildOnPacman.map { "pacman -Q \($0)" } + [
-            "pacman -S --needed --noconfirm libsecret glib2 libgcrypt",
+            "pacman -S --needed --noconfirm libsecret glib2 libgcrypt tpm2-tss",
         ])
     }
 
@@ -112,7 +112,7 @@ struct InstallDepsTests {
         let outcome = try await system.run("install-deps", ["build"])
         #expect(outcome.status == 1)
         #expect(outcome.stderr.contains("cannot check or install packages on this system"), "\(outcome.stderr)")
-        for need in ["libsecret-dev", "glib-dev", "libgcrypt-dev", "pkg-config"] {
+        for need in ["libsecret-dev", "glib-dev", "libgcrypt-dev", "libtss2-dev", "pkg-config"] {
             #expect(outcome.stderr.contains("  \(need): "), "names \(need)")
         }
         #expect(outcome.stderr.contains("DBUS_TEST_SKIP_INSTALL=1"))

@@ -52,18 +52,34 @@ struct RunTests {
     }
 
     @Test func theTestCommandInstallsBuildHarnessClientsAndFakeService() async throws {
-        // The Dockerfile's and .ci/run's first install line.
         let system = try StubSystem(os: .debian, commands: ["swift"])
         defer { system.remove() }
         let outcome = try await system.run("run", ["--install-only", "--isolated", "swift", "test"])
         #expect(outcome.status == 0, "\(outcome.stderr)")
-        let packages = "libsecret-1-dev libglib2.0-dev libgcrypt20-dev pkg-config libsecret-tools dbus-bin gir1.2-secret-1 "
-            + "python3-gi procps python3-keyring zsh groff bubblewrap python3-dbus python3-cryptography dbus-daemon libglib2.0-bin gnome-keyring"
         #expect(try system.calls(of: ["apt-get"]) == [
             "apt-get update -qq",
-            "apt-get install -y -qq --no-install-recommends \(packages)",
+            "apt-get install -y -qq --no-install-recommends \(Self.testCommandPackages)",
         ])
         #expect(try system.calls(of: ["swift", "gdbus"]).isEmpty, "--install-only runs nothing and asks no bus")
+    }
+
+    static let testCommandPackages = "libsecret-1-dev libglib2.0-dev libgcrypt20-dev libtss2-dev pkg-config libsecret-tools dbus-bin "
+        + "gir1.2-secret-1 python3-gi procps python3-keyring zsh groff bubblewrap python3-dbus python3-cryptography dbus-daemon "
+        + "libglib2.0-bin gnome-keyring"
+
+    @Test func theTPMModeAddsTheSoftwareTPM() async throws {
+        // The Dockerfile's and .ci/run's first install line: test-all's first part runs with --tpm.
+        let system = try StubSystem(os: .debian, commands: ["swift"])
+        defer { system.remove() }
+        let outcome = try await system.run("run", ["--install-only", "--tpm", "swift", "test"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(try system.calls(of: ["apt-get"]) == [
+            "apt-get update -qq",
+            "apt-get install -y -qq --no-install-recommends \(Self.testCommandPackages) swtpm tpm2-abrmd libtss2-tcti-tabrmd0 tpm2-tools",
+        ])
+        #expect(try system.calls(of: ["swift", "gdbus"]).isEmpty, "--install-only runs nothing and asks no bus")
+        let sandboxed = try await system.run("run", ["--tpm", "--sandbox", "swift", "test"])
+        #expect(sandboxed.status == 2 && sandboxed.stderr.contains("--tpm does not run in a --sandbox"), "\(sandboxed.stderr)")
     }
 
     @Test func sandboxInstallsThePortalProxyAndBwrapOnly() async throws {

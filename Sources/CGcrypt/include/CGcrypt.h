@@ -121,6 +121,36 @@ void cgcrypt_dh_free(cgcrypt_dh_pair *pair);
 cgcrypt_dh_status cgcrypt_dh_derive(const cgcrypt_dh_pair *pair, const unsigned char *peer_key, size_t peer_length,
                                     unsigned char key[CGCRYPT_AES_KEY_BYTES]);
 
+// MARK: ECDH on NIST P-256 (p256.c)
+//
+// The software half of SecuredKey's ECIES: encryption needs only the recipient's public key, so it
+// runs here; the recipient's half (the same product with its private key) runs inside a TPM.
+// Points are uncompressed (0x04 ‖ x ‖ y, 65 bytes). Scalars live in libgcrypt's secure memory.
+
+#define CGCRYPT_P256_POINT_BYTES 65
+#define CGCRYPT_P256_COORDINATE_BYTES 32
+
+typedef enum {
+    CGCRYPT_P256_OK = 0,
+    /// The peer's point is not an uncompressed point on P-256 (or is the point at infinity).
+    CGCRYPT_P256_PEER_INVALID = 1,
+    /// libgcrypt failed (out of secure memory).
+    CGCRYPT_P256_FAILED = 2,
+} cgcrypt_p256_status;
+
+/// ECDH with a fresh ephemeral key: draws a scalar k (uniform in 1...n-1), writes k·G to
+/// `ephemeral_public` and the x-coordinate of k·`peer` to `shared_x` (which the caller wipes). On
+/// any status but CGCRYPT_P256_OK `shared_x` is all zeros.
+cgcrypt_p256_status cgcrypt_p256_ephemeral_ecdh(const unsigned char peer[CGCRYPT_P256_POINT_BYTES],
+                                                unsigned char ephemeral_public[CGCRYPT_P256_POINT_BYTES],
+                                                unsigned char shared_x[CGCRYPT_P256_COORDINATE_BYTES]);
+/// The same with the given scalar (big-endian, `length` bytes, reduced mod n, not zero): for
+/// known-answer tests, and for tests that play the key's owner in software.
+cgcrypt_p256_status cgcrypt_p256_ecdh_with_scalar(const unsigned char *scalar, size_t length,
+                                                  const unsigned char peer[CGCRYPT_P256_POINT_BYTES],
+                                                  unsigned char public_point[CGCRYPT_P256_POINT_BYTES],
+                                                  unsigned char shared_x[CGCRYPT_P256_COORDINATE_BYTES]);
+
 // MARK: Process dumpability (process.c)
 
 /// Whether the process may be dumped (core files, /proc/PID/mem and ptrace by the same user):

@@ -1,0 +1,98 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Dispatch
+import Locking
+import SecretService
+internal import TPM
+
+/// Where ``SecuredKey`` keeps its TPM key's blobs: one keyring item per application tag, of the
+/// app (``AppIdentity``), through the same store as ``KeychainStorage``'s items (``KeychainItems``,
+/// so the same backend choice, rules and deadline): service ``service``, account = the tag.
+/// The blobs are useless without the TPM that made them (the private part is wrapped by it), so
+/// the item is not a secret in itself; it is kept in the keyring so that the key belongs to the
+/// app and follows the user's keyring, as iOS keeps a Secure Enclave key's reference in the keychain.
+///
+/// The item's bytes: `PSTPM1` ‖ public area length (2 bytes, big-endian) ‖ public area ‖ private
+/// area length (2 bytes) ‖ private area.
+struct SecuredKeyItem: Sendable {
+    /// The service of SecuredKey's items.
+    static let service = "com.pingidentity.PingStorage.SecuredKey.TPM"
+    private static let magic = Array("PSTPM1".utf8)
+
+    private let items: KeychainItems
+
+    /// The item of `tag`, for the process's app, in the default configuration's keyring.
+    init(tag: String) {
+        items = KeychainItems(account: tag, configuration: KeychainConfiguration(service: Self.service))
+    }
+
+    /// How long the caller waits for the keyring at most: the configuration's deadline ends every
+    /// keyring call; this is the backstop for the bridge itself.
+    private var backstop: Duration { items.configuration.timeout + .seconds(5) }
+
+    /// The stored blobs; nil when there is no item.
+    /// - Throws: what the keyring read threw (locked, unavailable, timed out), or
+    ///   ``KeychainError`` `corruptItem` when the item holds something else.
+    func read() throws -> TPMKeyBlob? {
+        let items = items
+        guard let value = try Self.blocking(backstop, { try await items.read() }) else { return nil }
+        guard let blob = Self.decode([UInt8](value.bytes)) else {
+            throw KeychainError.unableToRetrieve(.corruptItem(.init(message:
+                "The SecuredKey item of tag '\(items.account)' (service \(Self.service)) does not hold a TPM key; it was left unchanged.")))
+        }
+        return blob
+    }
+
+    /// Stores `blob` as the tag's one item.
+    func write(_ blob: TPMKeyBlob) throws {
+        let items = items
+        let value = SecretValue(bytes: Data(Self.encode(blob)), contentType: "application/octet-stream")
+        _ = try Self.blocking(backstop) { try await items.write(value) }
+    }
+
+    static func encode(_ blob: TPMKeyBlob) -> [UInt8] {
+        func length(_ bytes: [UInt8]) -> [UInt8] { [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xff)] }
+        return magic + length(blob.publicArea) + blob.publicArea + length(blob.privateArea) + blob.privateArea
+    }
+
+    /// The blobs of an item's bytes, read with bounds; nil when they are not exactly that.
+    static func decode(_ bytes: [UInt8]) -> TPMKeyBlob? {
+        var offset = 0
+        func take(_ count: Int) -> [UInt8]? {
+            guard count >= 0, bytes.count - offset >= count else { return nil }
+            defer { offset += count }
+            return Array(bytes[offset..<(offset + count)])
+        }
+        func part() -> [UInt8]? {
+            guard let size = take(2) else { return nil }
+            let count = Int(size[0]) << 8 | Int(size[1])
+            return count > 0 ? take(count) : nil
+        }
+        guard take(magic.count) == magic, let publicArea = part(), let privateArea = part(), offset == bytes.count else { return nil }
+        return TPMKeyBlob(publicArea: publicArea, privateArea: privateArea)
+    }
+
+    /// Runs `body` (async keyring work) in a task and blocks the calling thread until it ends or
+    /// `backstop` passes: SecuredKey's API is synchronous, as iOS's SecItem calls are. The task
+    /// runs on Swift's pool; only the caller's thread waits.
+    private static func blocking<Value: Sendable>(_ backstop: Duration, _ body: @escaping @Sendable () async throws -> Value) throws -> Value {
+        let outcome = Locked<Result<Value, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task {
+            let result: Result<Value, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        let seconds = Double(backstop.components.seconds) + Double(backstop.components.attoseconds) / 1e18
+        guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
+            task.cancel()
+            throw KeychainError.unableToRetrieve(.timedOut(.init(message:
+                "The keyring did not answer within \(backstop) while SecuredKey read or wrote its key item.")))
+        }
+        return try result.get()
+    }
+}
