@@ -75,6 +75,25 @@ extension Integration {
             #expect(try items(fake).first?.secretBytes == Data("stored".utf8))
         }
 
+        /// Another client writes the item between this client's SetSecret and its read-back (the
+        /// fake answers GetSecret after 1 s): the read-back decrypts to the other value, twice,
+        /// so the session's key is shared and the write was stored, then replaced. The newer
+        /// value stays: the write is neither repeated over it nor reported as failed.
+        @Test func aWriteReplacedByAnotherClientRightAfterIsNotWrittenAgain() async throws {
+            let fake = try await FakeSecretServiceInstance()
+            let item = try await create(fake.client(), "old")
+            let (mine, theirs) = (fake.client(), fake.client())
+            _ = try await (mine.provider(), theirs.provider())  // both sessions open before the race
+            let setSecrets = try fake.calls("SetSecret")
+            try fake.scenario("slow", "delay=1", "method=GetSecret")
+            async let written = mine.setSecret(SecretValue(bytes: Data("mine".utf8)), of: item)
+            _ = try await fake.awaitCalls("SetSecret", atLeast: setSecrets + 1)
+            try await theirs.setSecret(SecretValue(bytes: Data("theirs".utf8)), of: item)
+            _ = try await written
+            #expect(try fake.calls("SetSecret") == setSecrets + 2, "one write each: \(fake.log)")
+            #expect(try items(fake).map(\.secretBytes) == [Data("theirs".utf8)], "the last writer's value stays")
+        }
+
         /// Through KeychainStorage, as an app saves: a corrupted save is written again, and another
         /// process's get reads the value.
         @Test func keychainStorageSavesThroughAMiskeyedSession() async throws {

@@ -92,14 +92,32 @@ extension SecretServiceClient {
         return (created, token)
     }
 
-    /// Whether `path` now holds `value`'s bytes, read through `crypto`. The copy read is wiped.
+    /// Whether `path` holds `value`'s bytes, read through `crypto`.
+    ///
+    /// Another process may write the item between our write and the read (last writer wins):
+    /// then the answer decrypts, under our key, to its value. Through a mis-keyed session the
+    /// answer is encrypted under the provider's other key and decrypts (unpads) 1 time in 256, to
+    /// garbage. So an answer that decrypts to another value is asked for once more (a fresh IV):
+    /// when that decrypts too, the key is shared (1 in 65,536 otherwise), our write was stored
+    /// and then replaced, and it is not written again over the newer value. Copies read are wiped.
     private func readsBack(_ value: SecretValue, from path: ItemPath, _ crypto: SessionCrypto, _ session: ProviderSession,
                            _ deadline: Deadline, operation: String) async throws(SecretServiceError) -> Bool {
-        let reply = try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "GetSecret",
-                                           .tuple([.objectPath(crypto.path)]), operation: operation, deadline: deadline)
-        guard var stored = crypto.decode(try reply.body("((oayays))", in: operation).child(0)) else { return false }
-        defer { stored.bytes.resetBytes(in: stored.bytes.startIndex..<stored.bytes.endIndex) }
-        return Self.constantTimeEquals(stored.bytes, value.bytes)
+        func read() async throws(SecretServiceError) -> Bool? {
+            let reply = try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "GetSecret",
+                                               .tuple([.objectPath(crypto.path)]), operation: operation, deadline: deadline)
+            guard var stored = crypto.decode(try reply.body("((oayays))", in: operation).child(0)) else { return nil }
+            defer { stored.bytes.resetBytes(in: stored.bytes.startIndex..<stored.bytes.endIndex) }
+            return Self.constantTimeEquals(stored.bytes, value.bytes)
+        }
+        switch try await read() {
+        case true?: return true
+        case nil: return false
+        case false?:
+            guard try await read() != nil else { return false }
+            SecretServiceDiagnostics.report(.info, "\(operation): \(path) was written over by another client right after this write "
+                + "(read back through this session: another value); not written again")
+            return true
+        }
     }
 
     /// Whether `a` and `b` hold the same bytes, in a time that depends only on their lengths (no
