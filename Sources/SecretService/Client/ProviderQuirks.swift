@@ -70,9 +70,10 @@ enum ProviderQuirks {
     /// `SetSecret` and `CreateItem` store the garbage and report success; otherwise `SetSecret`
     /// is refused ("Can't find session", the old secret kept) and `CreateItem` is refused after
     /// creating the item with an empty secret. So on KWallet, and on providers not known, the
-    /// secret is read back through the same session (one more round trip) and compared; GNOME
-    /// Keyring and KeePassXC share the key whenever the session opened (1,000 DH round trips
-    /// without a fault, PROVIDERS.md) and are spared it.
+    /// secret is read back through the same session (one more round trip) and compared
+    /// (``SecretServiceClient/writeVerified(_:starting:_:_:operation:_:)``). GNOME Keyring and
+    /// KeePassXC have not been seen to disagree on a session's key (KeePassXC: 1,000 DH round
+    /// trips, PROVIDERS.md) and are spared it: their writes cost what they did.
     static func verifiesWrites(_ kind: ProviderKind) -> Bool {
         kind != .gnomeKeyring && kind != .keepassxc
     }
