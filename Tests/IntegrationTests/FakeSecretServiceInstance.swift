@@ -207,6 +207,7 @@ struct FakeState: Decodable {
     var sessionsOpened: Int
     var garbledLeft: Int
     var strippedLeft: Int
+    var miskeyedLeft: Int
     var calls: [String: Int]
 
     func collection(_ path: String) -> Collection? { collections.first { $0.path == path } }

@@ -28,6 +28,16 @@ struct ErrorTranslationTests {
         #expect(code(local(.io, 36, "The item does not exist")) == .providerError)
     }
 
+    /// KWallet 5.103 refuses a write it cannot decrypt (a mis-keyed session) as "Can't find
+    /// session", named UnknownObject for SetSecret (measured, PROVIDERS.md): a session problem, not
+    /// an item that is gone, which would have the caller look for the item again or create it.
+    @Test func kwalletsRefusalOfAWriteIsASessionProblemWhateverItsName() {
+        let session = "/org/freedesktop/secrets/session/5"
+        #expect(code(remote("org.freedesktop.DBus.Error.UnknownObject", "Can't find session \(session)")) == .disconnected)
+        #expect(code(remote("org.qtproject.QtDBus.Error.InvalidObjectPath", "Can't find session \(session)")) == .disconnected)
+        #expect(code(remote("org.freedesktop.DBus.Error.UnknownObject", "no object at \(session)")) == .itemNotFound)
+    }
+
     @Test func remoteNamesMapToTheirCodes() {
         #expect(code(remote("org.freedesktop.Secret.Error.IsLocked")) == .locked)
         #expect(code(remote("org.freedesktop.Secret.Error.NoSuchObject")) == .itemNotFound)

@@ -123,6 +123,7 @@ SCENARIOS = {
     'refuses-provider-attributes': {},
     'garbled-secret': {'times': '1'},
     'stripped-shared-secret': {'times': '1'},
+    'miskeyed-session': {'times': '1', 'writes': 'padding'},
 }
 # What Prompt() does in the scenarios that lock `login`.
 PROMPT_OUTCOMES = {
@@ -152,6 +153,8 @@ class Scenario:
             raise invalid_args('when must be before or after')
         if self.params.get('order', 'path') not in ('path', 'reverse'):
             raise invalid_args('order must be path or reverse')
+        if self.params.get('writes', 'padding') not in ('padding', 'garbage', 'refused'):
+            raise invalid_args('writes must be padding, garbage or refused')
         if self.params.get('prompt', 'none') not in ('none', 'never', 'complete'):
             raise invalid_args('prompt must be none, never or complete')
         try:
@@ -266,21 +269,50 @@ class Store:
 # ---------------------------------------------------------------------------------------------
 
 class Session:
-    """`plain` when key is None, else dh-ietf1024-sha256-aes128-cbc-pkcs7 with a 16-byte AES key."""
+    """`plain` when key is None, else dh-ietf1024-sha256-aes128-cbc-pkcs7 with a 16-byte AES key.
 
-    def __init__(self, path, client, algorithm, key=None):
+    miskeyed (miskeyed-session): the fake uses `key`, a random key, where the client derived
+    `client_key`, and `writes` says what a write it cannot decrypt properly does."""
+
+    def __init__(self, path, client, algorithm, key=None, client_key=None, writes=None):
         self.path, self.client, self.algorithm, self.key = path, client, algorithm, key
+        self.client_key, self.writes = client_key, writes
+
+    @property
+    def miskeyed(self):
+        return self.client_key is not None
 
     def encode(self, secret, content_type):
         if self.key is None:
             parameters, value = b'', secret
         else:
-            parameters = os.urandom(16)
             padder = padding.PKCS7(128).padder()
-            encryptor = Cipher(algorithms.AES(self.key), modes.CBC(parameters)).encryptor()
-            value = encryptor.update(padder.update(secret) + padder.finalize()) + encryptor.finalize()
+            padded = padder.update(secret) + padder.finalize()
+            while True:
+                parameters = os.urandom(16)
+                encryptor = Cipher(algorithms.AES(self.key), modes.CBC(parameters)).encryptor()
+                value = encryptor.update(padded) + encryptor.finalize()
+                # A mis-keyed session's answer never unpads under the client's key by chance.
+                if not self.miskeyed or unpad(self.client_key, parameters, value) is None:
+                    break
         return dbus.Struct((dbus.ObjectPath(self.path), dbus.ByteArray(parameters), dbus.ByteArray(value),
                             dbus.String(content_type)), signature='oayays')
+
+    def decode_miskeyed(self, parameters, value):
+        """What a mis-keyed session makes of a written secret: (bytes to store, None), or (None,
+        the error to answer). The bytes are garbage: the decryption under the fake's own key,
+        unpadded when the padding checks out (KWallet then stores it and reports success), taken
+        as it is with `writes=garbage` when it does not."""
+        decrypted = unpad(self.key, bytes(parameters), bytes(value))
+        writes = self.writes
+        if writes == 'padding':
+            writes = 'garbage' if decrypted is not None else 'refused'
+        if writes == 'refused':
+            return None, Error('org.freedesktop.DBus.Error.UnknownObject', f"Can't find session {self.path}")
+        if decrypted is None:
+            decryptor = Cipher(algorithms.AES(self.key), modes.CBC(bytes(parameters))).decryptor()
+            decrypted = decryptor.update(bytes(value)) + decryptor.finalize()
+        return decrypted, None
 
     def encode_garbled(self, secret, content_type):
         """A well-formed AES-128-CBC answer (16-byte IV, whole blocks) encrypted with another key,
@@ -318,6 +350,18 @@ class Session:
             return unpadder.update(padded) + unpadder.finalize()
         except ValueError as e:
             raise invalid_args(f'cannot decrypt the secret: {e}')
+
+
+def unpad(key, iv, value):
+    """The AES-128-CBC plaintext of value, unpadded, or None when the IV, the length or the padding
+    is wrong."""
+    try:
+        decryptor = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+        unpadder = padding.PKCS7(128).unpadder()
+        padded = decryptor.update(value) + decryptor.finalize()
+        return unpadder.update(padded) + unpadder.finalize()
+    except ValueError:
+        return None
 
 
 def dh_key_exchange(client_public, stripped=False):
@@ -358,6 +402,7 @@ class Fake:
         self.sessions_opened = 0   # successful OpenSession calls (since start or reset)
         self.garbled_left = 0      # garbled-secret: secrets still to answer garbled
         self.stripped_left = 0     # stripped-shared-secret: sessions still to open that way
+        self.miskeyed_left = 0     # miskeyed-session: sessions still to open that way
         self.scenario = Scenario('normal')
         # A scenario from the environment waits for the harness's readiness probe (see README).
         self.pending = scenario if scenario.name != 'normal' else None
@@ -374,6 +419,7 @@ class Fake:
         log(f'scenario {scenario}')
         self.garbled_left = scenario.times if scenario.name == 'garbled-secret' else 0
         self.stripped_left = scenario.times if scenario.name == 'stripped-shared-secret' else 0
+        self.miskeyed_left = scenario.times if scenario.name == 'miskeyed-session' else 0
         if scenario.name == 'normal':
             self.set_locked(set(self.store.collections), False)
         if scenario.locks_login and LOGIN in self.store.collections:
@@ -501,7 +547,14 @@ class Fake:
             stripped = self.stripped_left > 0
             self.stripped_left -= stripped
             public, key = dh_key_exchange(argument, stripped)
-            session, output = Session(path, client, DH_AES, key), dbus.ByteArray(public)
+            if self.miskeyed_left > 0:  # the client derived `key`; this side uses another
+                self.miskeyed_left -= 1
+                session = Session(path, client, DH_AES, os.urandom(16), client_key=key,
+                                  writes=self.scenario.params['writes'])
+                log(f'miskeyed-session: {path} gets a key of its own ({self.miskeyed_left} more)')
+            else:
+                session = Session(path, client, DH_AES, key)
+            output = dbus.ByteArray(public)
         else:
             raise not_supported(f'algorithm {algorithm} is not supported')
         self.sessions[path] = session
@@ -566,11 +619,14 @@ class Fake:
             return session.encode_garbled(item['secret'], item['content_type'])
         return session.encode(item['secret'], item['content_type'])
 
-    def create_item(self, collection, label, attributes, secret, content_type, created=None, modified=None):
+    def create_item(self, collection, label, attributes, secret, content_type, created=None, modified=None,
+                    announce=True):
+        """announce=False: KWallet's ghost of a refused CreateItem, created without ItemCreated."""
         path = self.store.add_item(collection, label, attributes, secret, content_type, created, modified)
         self.sync_objects()
-        self.objects[collection].ItemCreated(dbus.ObjectPath(path))
-        self.objects[collection].properties_changed(COLLECTION_IFACE, 'Items', 'Modified')
+        if announce:
+            self.objects[collection].ItemCreated(dbus.ObjectPath(path))
+            self.objects[collection].properties_changed(COLLECTION_IFACE, 'Items', 'Modified')
         return path
 
     def change_item(self, path, **changes):
@@ -623,14 +679,14 @@ class Fake:
                         'locked': path in self.locked,
                         'aliases': sorted(a for a, target in self.store.aliases.items() if target == path)}
                        for path, c in sorted(self.store.collections.items())]
-        sessions = [{'path': s.path, 'algorithm': s.algorithm, 'client': s.client}
+        sessions = [{'path': s.path, 'algorithm': s.algorithm, 'client': s.client, 'miskeyed': s.miskeyed}
                     for s in self.sessions.values()]
         scenario = self.pending or self.scenario
         return {'scenario': {'name': scenario.name, 'params': scenario.params,
                              'active': self.pending is None},
                 'collections': collections, 'items': items, 'sessions': sessions,
                 'sessions_opened': self.sessions_opened, 'garbled_left': self.garbled_left,
-                'stripped_left': self.stripped_left,
+                'stripped_left': self.stripped_left, 'miskeyed_left': self.miskeyed_left,
                 'calls': dict(sorted(self.calls.items()))}
 
 
@@ -851,9 +907,19 @@ class CollectionObject(SecretObject):
             if collection in fake.locked:
                 raise is_locked(collection)
             session_path, parameters, value, content_type = secret
-            data = fake.session(session_path, sender).decode(parameters, value)
+            transport = fake.session(session_path, sender)
             label = str(properties.get(ITEM_IFACE + '.Label', ''))
             attributes = {str(k): str(v) for k, v in properties.get(ITEM_IFACE + '.Attributes', {}).items()}
+            if transport.miskeyed:
+                data, refusal = transport.decode_miskeyed(parameters, value)
+                if refusal:
+                    # KWallet 5.103 creates the item, then fails to set its secret: a ghost with
+                    # an empty secret, no ItemCreated, and an error naming the session.
+                    ghost = fake.create_item(collection, label, attributes, b'', str(content_type), announce=False)
+                    log(f'miskeyed-session: CreateItem refused, leaving the ghost {ghost}')
+                    raise Error('org.qtproject.QtDBus.Error.InvalidObjectPath', f"Can't find session {session_path}")
+            else:
+                data = transport.decode(parameters, value)
             same = [p for p in fake.store.items_in(collection)
                     if fake.store.items[p]['attributes'] == attributes]
             if replace and same:  # replace the oldest item with exactly these attributes
@@ -950,7 +1016,13 @@ class ItemObject(SecretObject):
     def SetSecret(self, secret, sender, reply, error):
         def work():
             session_path, parameters, value, content_type = secret
-            data = self.fake.session(session_path, sender).decode(parameters, value)
+            transport = self.fake.session(session_path, sender)
+            if transport.miskeyed:
+                data, refusal = transport.decode_miskeyed(parameters, value)
+                if refusal:
+                    raise refusal
+            else:
+                data = transport.decode(parameters, value)
             self.kwallet_item()
             self.fake.change_item(self.path, secret=data, content_type=str(content_type))
             return ()

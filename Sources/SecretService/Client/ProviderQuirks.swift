@@ -60,6 +60,29 @@ enum ProviderQuirks {
         kind != .gnomeKeyring && kind != .keepassxc
     }
 
+    // MARK: Writing secrets
+
+    /// Whether a written secret must be read back and compared before the write is reported done.
+    ///
+    /// KWallet 5.103 gets a different session key from about 1 DH exchange in 600 for no known
+    /// reason (PROVIDERS.md), and nothing fails when the session opens. A write through such a
+    /// session is decrypted with the wrong key: when the padding happens to check out (1 in 256)
+    /// `SetSecret` and `CreateItem` store the garbage and report success; otherwise `SetSecret`
+    /// is refused ("Can't find session", the old secret kept) and `CreateItem` is refused after
+    /// creating the item with an empty secret. So on KWallet, and on providers not known, the
+    /// secret is read back through the same session (one more round trip) and compared
+    /// (``SecretServiceClient/writeVerified(_:starting:_:_:operation:_:)``). GNOME Keyring and
+    /// KeePassXC have not been seen to disagree on a session's key (KeePassXC: 1,000 DH round
+    /// trips, PROVIDERS.md) and are spared it: their writes cost what they did.
+    static func verifiesWrites(_ kind: ProviderKind) -> Bool {
+        kind != .gnomeKeyring && kind != .keepassxc
+    }
+
+    /// How many times a write that did not read back is made in all, each on a new session (the
+    /// call's deadline still bounds them): a mis-keyed session is rare, three in a row would
+    /// mean something else is wrong.
+    static let verifiedWriteAttempts = 3
+
     // MARK: Attributes
 
     /// Attributes KeePassXC 2.7 computes for every item and refuses in a write (InvalidArgs):

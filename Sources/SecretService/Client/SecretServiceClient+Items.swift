@@ -100,17 +100,22 @@ extension SecretServiceClient {
         }
     }
 
-    /// Replaces an item's secret in place: one SetSecret round trip.
+    /// Replaces an item's secret in place: one SetSecret round trip; on KWallet and providers not
+    /// known, the secret is then read back and compared (one more), and written again through a
+    /// new session when it differs (``ProviderQuirks/verifiesWrites(_:)``).
     /// - Returns: the change token when the provider answered.
-    /// - Throws: `.itemNotFound`, `.locked`, `.promptDismissed`, connection errors.
+    /// - Throws: `.itemNotFound`, `.locked`, `.promptDismissed`, `.writeNotVerified`, connection errors.
     @discardableResult
     public func setSecret(_ value: SecretValue, of path: ItemPath) async throws(SecretServiceError) -> ChangeToken {
         try await perform("write secret") { session, deadline throws(SecretServiceError) in
-            let crypto = try await transport(session, deadline, operation: "write secret")
-            return try await unlockingOnce(path.objectPath, session, deadline, operation: "write secret", writing: true) { () async throws(SecretServiceError) in
-                try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
-                                       .tuple([try crypto.encode(value)]),
-                                       operation: "write secret", deadline: deadline).token
+            let operation = "write secret"
+            let crypto = try await transport(session, deadline, operation: operation)
+            return try await unlockingOnce(path.objectPath, session, deadline, operation: operation, writing: true) { () async throws(SecretServiceError) in
+                try await writeVerified(value, starting: crypto, session, deadline, operation: operation) { crypto, _ throws(SecretServiceError) in
+                    (path, try await session.call(path.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
+                                                  .tuple([try crypto.encode(value)]),
+                                                  operation: operation, deadline: deadline).token)
+                }.token
             }
         }
     }
@@ -143,7 +148,13 @@ extension SecretServiceClient {
 
     /// Creates an item in `collection`. With `replacing`, an item with exactly the same attributes
     /// is replaced instead of a second one added. Unlocks the collection first when needed.
-    /// - Throws: `.collectionNotFound`, `.locked`, `.promptDismissed`, connection errors.
+    ///
+    /// On KWallet and providers not known, the secret is read back and compared (one more round
+    /// trip); when it differs, the secret of the item created is written again through a new
+    /// session (``ProviderQuirks/verifiesWrites(_:)``), and when it never reads back, that item
+    /// (whose path came back from this call's CreateItem) is deleted before `.writeNotVerified`
+    /// is thrown: an item holding a wrong secret is never left to be read as a value.
+    /// - Throws: `.collectionNotFound`, `.locked`, `.promptDismissed`, `.writeNotVerified`, connection errors.
     public func createItem(in collection: CollectionReference, label: String, attributes: [String: String],
                            secret: SecretValue, replacing: Bool = true) async throws(SecretServiceError) -> CreatedItem {
         try await perform("create item") { session, deadline throws(SecretServiceError) in
@@ -165,23 +176,25 @@ extension SecretServiceClient {
             try await ensureUnlocked(collection: collectionPath, session, deadline, operation: operation)
             let properties: [String: Argument] = ["org.freedesktop.Secret.Item.Label": .string(label),
                                                   "org.freedesktop.Secret.Item.Attributes": .attributes(attributes)]
-            let reply = try await session.call(
-                collectionPath, "org.freedesktop.Secret.Collection", "CreateItem",
-                .tuple([.properties(properties), try crypto.encode(secret), .boolean(replacing)]),
-                operation: operation, deadline: deadline)
-            let body = try reply.body("(oo)", in: operation)
-            var itemPath = body.child(0).string
-            var token = reply.token
-            let prompt = ObjectPath(trusted: body.child(1).string)
-            if prompt != .none {
-                itemPath = try await promptIfAllowed(prompt, resultType: "o", session, deadline, operation: operation, refusal:
-                    .locked(operation, promptsAllowed: false, detail: "creating an item in \(collectionPath) needs a prompt"))?.string ?? "/"
-                token = session.bus.router.token
+            var created: ItemPath?  // the path our CreateItem returned: the only item this call may delete
+            do throws(SecretServiceError) {
+                let (path, token) = try await writeVerified(secret, starting: crypto, session, deadline, operation: operation) { crypto, written throws(SecretServiceError) in
+                    if let written {
+                        // An earlier attempt created it: write its secret again, never a second item.
+                        return (written, try await session.call(written.objectPath, "org.freedesktop.Secret.Item", "SetSecret",
+                                                                .tuple([try crypto.encode(secret)]),
+                                                                operation: operation, deadline: deadline).token)
+                    }
+                    let result = try await createOnce(in: collectionPath, properties, secret, crypto, replacing: replacing,
+                                                      session, deadline, operation: operation)
+                    created = result.path
+                    return result
+                }
+                return CreatedItem(path: path, changeToken: token)
+            } catch where error.code == .writeNotVerified {
+                if let created { await deleteUnverified(created, session, deadline, operation: operation) }
+                throw error
             }
-            guard let created = try? ItemPath(itemPath) else {
-                throw .protocolError(operation, detail: "CreateItem returned \(itemPath)")
-            }
-            return CreatedItem(path: created, changeToken: token)
         }
     }
 

@@ -76,6 +76,19 @@ final class ProviderSession: Sendable {
         }
     }
 
+    /// Forgets `crypto` if it is still the negotiated transport, and closes it on the provider:
+    /// the next call that needs a transport negotiates another. For a transport the provider does
+    /// not share the key of (``ProviderQuirks/verifiesWrites(_:)``); a call still using it meets
+    /// NoSession and is retried on a new session, as after a restart.
+    func discardTransport(_ crypto: SessionCrypto) {
+        let discarded = negotiated.withLock { current -> Bool in
+            guard current === crypto else { return false }
+            current = nil
+            return true
+        }
+        if discarded { crypto.close(on: bus, owner: owner) }
+    }
+
     /// Starts negotiating the transport now, for the calls that will need it.
     func startNegotiating(deadline: Deadline) {
         Task { [self] in _ = try? await transport(deadline: deadline) }

@@ -19,6 +19,15 @@ extension SecretServiceError {
     static func translating(_ error: CapturedError, operation: String, phase: CallPhase) -> SecretServiceError {
         let name = error.remoteName
         let detail = error.developerText
+        // Providers name a session they forgot in their own ways, so it is recognised by its text
+        // first, whatever the error's name: gnome-keyring "The session does not exist", KWallet
+        // "Can't find session" (InvalidObjectPath from CreateItem, UnknownObject from SetSecret,
+        // which is not an item that is gone). A new session fixes it.
+        let text = error.message.lowercased()
+        if text.contains("session"),
+           text.contains("does not exist") || text.contains("no such session") || text.contains("find session") {
+            return .disconnected(operation, detail: "the provider no longer knows our session: \(detail)", dbusErrorName: name)
+        }
         switch name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
              "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ChildExited",
@@ -46,14 +55,6 @@ extension SecretServiceError {
             return .disconnected(operation, detail: detail, dbusErrorName: name)
         default:
             break
-        }
-        // Providers name a session they forgot in their own ways, so it is recognised by its text:
-        // gnome-keyring "The session does not exist", KWallet (InvalidObjectPath) "Can't find
-        // session". A new session fixes it.
-        let text = error.message.lowercased()
-        if text.contains("session"),
-           text.contains("does not exist") || text.contains("no such session") || text.contains("find session") {
-            return .disconnected(operation, detail: "the provider no longer knows our session: \(detail)", dbusErrorName: name)
         }
         switch error.domain {
         case .io:

@@ -45,6 +45,11 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
         public static let disconnected = Code("disconnected")
         /// The provider answered in a way the Secret Service specification does not allow.
         public static let protocolError = Code("protocolError")
+        /// A written secret did not read back as written (the provider stored something else, or
+        /// refused the write for its session), also when written again through new sessions: the
+        /// write is not done. Checked on providers that can corrupt a write (KWallet) and on
+        /// providers not known.
+        public static let writeNotVerified = Code("writeNotVerified")
         /// The provider answered with an error not covered above; see ``SecretServiceError/detail``.
         public static let providerError = Code("providerError")
     }
