@@ -10,7 +10,7 @@
 # have 256 MiB (POSIX.maximumFileSize): about 20 million names, so a read of a hostile keyring
 # file would run for days. keyring-file-8000-hashed-attributes.keyring is this script's output
 # for N = 8000: `fuzz/.build/bin/FuzzKeyringFile -timeout=10 FILE` reports it as a timeout.
-# (The fuzzer cannot reach it itself: its inputs are at most 4 KB, about 1,000 names.)
+# (The fuzzer cannot reach it itself: its inputs are at most 4 KB, a few hundred names.)
 #
 # The fix: a Set of the names seen (`guard seen.insert(name).inserted else { throw ... }`).
 import struct

@@ -123,7 +123,7 @@ final class DispatchSemaphoreLike: @unchecked Sendable {
 
 
 /// The portal's answers as xdg-desktop-portal sends them, and secrets as its GNOME Keyring
-/// backend writes them (64 bytes).
+/// backend writes them (64 bytes), none, and one too long.
 func writeSeeds(to directory: String) {
     func write(_ name: String, _ bytes: [UInt8]) {
         let file = fopen("\(directory)/\(name)", "wb")!
@@ -141,4 +141,6 @@ func writeSeeds(to directory: String) {
     write("retrieve-secret-reply", [1] + serialized("(o)", "('\(request)',)"))
     write("secret-64-bytes", [2, 63] + (0..<64).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
     write("secret-empty", [2, 0])
+    // One byte over PipeReader's limit: refused.
+    write("secret-over-limit", [2, 255] + (0..<(PipeReader.Collected.limit + 1)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
 }
