@@ -157,6 +157,20 @@ import Gcrypt
                            mentioning: "more than \(KeyringFile.maximumStringLength) bytes")
     }
 
+    /// The fuzzer's finding (fuzz/crashes): one record with 8,000 distinct hashed-attribute names,
+    /// which the duplicate check took 12 s to parse (N²/2 comparisons; a 256 MiB file, days).
+    @Test("the fuzzer's reproducer, 8,000 hashed attributes in one record, fails as tooLarge")
+    func theFuzzersQuadraticReproducer() throws {
+        let reproducer = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../fuzz/crashes/keyring-file-8000-hashed-attributes.keyring").standardized
+        let bytes = try readBytes(reproducer.path)
+        #expect(bytes.count > 80_000, "the file the fuzz README describes")
+        let error = #expect(throws: FileKeyringError.self) { _ = try KeyringFile(parsing: bytes, path: reproducer.path) }
+        #expect(error?.code == .tooLarge)
+        #expect(error?.message.contains("more than \(KeyringFile.maximumAttributes) hashed attributes") == true,
+                "\(error?.message ?? "")")
+    }
+
     @Test("a file over the size cap fails as tooLarge from its size alone, without being read")
     func aFileOverTheSizeCap() throws {
         // Sparse: a terabyte the disk does not hold. Reading it would take minutes; the size says it all.

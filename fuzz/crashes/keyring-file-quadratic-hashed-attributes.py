@@ -3,16 +3,17 @@
 #
 #     fuzz/crashes/keyring-file-quadratic-hashed-attributes.py N > FILE
 #
-# KeyringFile(parsing:) (Sources/FileKeyring/KeyringFormat.swift, parseBody) checks each hashed
+# KeyringFile(parsing:) (Sources/FileKeyring/KeyringFormat.swift, parseBody) checked each hashed
 # attribute's name against all those before it (`hashed.contains { $0.name == name }`): N²/2
 # string comparisons. In the fuzz build (fuzz/run: -O, AddressSanitizer, coverage), which parses
-# the file twice: N = 2,000 (17 KB) 0.7 s, 8,000 (87 KB) 12 s, 32,000 (373 KB) 144 s. A file may
-# have 256 MiB (POSIX.maximumFileSize): about 20 million names, so a read of a hostile keyring
-# file would run for days. keyring-file-8000-hashed-attributes.keyring is this script's output
-# for N = 8000: `fuzz/.build/bin/FuzzKeyringFile -timeout=10 FILE` reports it as a timeout.
+# the file twice: N = 2,000 (17 KB) 0.7 s, 8,000 (87 KB) 12 s, 32,000 (373 KB) 144 s. A file could
+# then have 256 MiB: about 20 million names, so a read of a hostile keyring file would have run
+# for days. keyring-file-8000-hashed-attributes.keyring is this script's output
+# for N = 8000: `fuzz/.build/bin/FuzzKeyringFile -timeout=10 FILE` reported it as a timeout.
 # (The fuzzer cannot reach it itself: its inputs are at most 4 KB, a few hundred names.)
 #
-# The fix: a Set of the names seen (`guard seen.insert(name).inserted else { throw ... }`).
+# Fixed: at most 1,000 attributes per record (counted before decoding) and a Set of the names
+# seen; KeyringCapTests turns the 8,000-name file into a unit test (tooLarge).
 import struct
 import sys
 
