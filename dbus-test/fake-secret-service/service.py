@@ -364,12 +364,15 @@ def unpad(key, iv, value):
         return None
 
 
-def dh_key_exchange(client_public, stripped=False):
+def dh_key_exchange(client_public, stripped=False, kept=False):
     """Returns (our public key, AES key) for the client's public key (big-endian bytes).
 
     stripped: make the shared secret start with a zero byte (a private key is drawn until it
     does, 256 draws on average) and derive the key from it with that byte dropped, as KWallet
-    does; the client cannot tell from the answer."""
+    does; the client cannot tell from the answer.
+    kept: make the shared secret start with a non-zero byte, so that the client keeps the
+    session (it closes one whose secret starts with a zero byte, 1 in 256, and opens another):
+    a scenario that counts the sessions it opens a certain way then never spends one unused."""
     peer = int.from_bytes(bytes(client_public), 'big')
     if not 1 < peer < DH_PRIME - 1:
         raise invalid_args('invalid DH public key')
@@ -377,7 +380,7 @@ def dh_key_exchange(client_public, stripped=False):
         # 256-bit exponents while searching keep the draws cheap; the group is a safe prime.
         private = secrets.randbits(256) | 1 << 255 if stripped else secrets.randbelow(DH_PRIME - 3) + 2
         shared = pow(peer, private, DH_PRIME).to_bytes(DH_BYTES, 'big')
-        if not stripped or shared[0] == 0:
+        if (shared[0] == 0) == stripped or (not stripped and not kept):
             break
     public = pow(2, private, DH_PRIME).to_bytes(DH_BYTES, 'big')
     # libsecret 0.20.5 pads the shared secret to the prime's length before HKDF.
@@ -546,8 +549,9 @@ class Fake:
         elif algorithm == DH_AES and self.scenario.name != 'plain-only':
             stripped = self.stripped_left > 0
             self.stripped_left -= stripped
-            public, key = dh_key_exchange(argument, stripped)
-            if self.miskeyed_left > 0:  # the client derived `key`; this side uses another
+            miskeyed = self.miskeyed_left > 0 and not stripped
+            public, key = dh_key_exchange(argument, stripped, kept=miskeyed)
+            if miskeyed:  # the client derived `key`; this side uses another
                 self.miskeyed_left -= 1
                 session = Session(path, client, DH_AES, os.urandom(16), client_key=key,
                                   writes=self.scenario.params['writes'])
