@@ -20,6 +20,10 @@ let request = "/org/freedesktop/portal/desktop/request/1_42/secretservice_1"
 
 @_cdecl("LLVMFuzzerInitialize")
 public func initialize(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>) -> Int32 {
+    // PipeReader closes its end as soon as more than its limit has arrived, possibly before the
+    // writer below is done: the writer's next write must fail with EPIPE, not kill the process
+    // (SIGPIPE's default; CI's run died so, exit status 141, on an input over the limit).
+    signal(SIGPIPE, SIG_IGN)
     // Lazy one-time initialisations (globals, GLib's type caches) happen here, not in the first
     // input, whose unfreed allocations libFuzzer would report as a leak.
     if let directory = getenv("FUZZ_WRITE_SEEDS").map({ String(cString: $0) }) {
@@ -73,12 +77,14 @@ func readThroughPipe(_ input: UnsafeBufferPointer<UInt8>) {
         outcome.done.signal()
     }
     // The writer: chunks of 1 to 256 bytes (the pipe's buffer holds 64 KiB: no write blocks).
+    // PipeReader may refuse (and close) once more than its limit has been read, never before.
     let step = Int(chunking) + 1
     var offset = 0
     while offset < secret.count {
         let count = min(step, secret.count - offset)
         let written = secret.withUnsafeBytes { write(ends[1], $0.baseAddress! + offset, count) }
-        guard written == count else { fatalError("write: errno \(errno)") }
+        if written < 0, errno == EPIPE, offset > PipeReader.Collected.limit { break }
+        guard written == count else { fatalError("write: errno \(errno) after \(offset) bytes") }
         offset += count
     }
     close(ends[1])
@@ -143,4 +149,7 @@ func writeSeeds(to directory: String) {
     write("secret-empty", [2, 0])
     // One byte over PipeReader's limit: refused.
     write("secret-over-limit", [2, 255] + (0..<(PipeReader.Collected.limit + 1)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+    // Over the limit one byte per write (the input as long as -max_len allows): the reader
+    // refuses and closes its end while the writer still has thousands of bytes to go.
+    write("secret-over-limit-byte-by-byte", [2, 0] + (0..<19_998).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
 }
