@@ -38,6 +38,11 @@ enum Encryption: String, Sendable, Equatable {
     /// control characters, NUL included, and no invalid UTF-8).
     static func isJSONText(_ bytes: Data) -> Bool { JSONValue(parsing: bytes) != nil }
 
+    /// UTF-8 text without NUL: what `save --text` stores and `get --text` prints.
+    static func isPlainText(_ bytes: Data) -> Bool {
+        !bytes.contains(0) && String(data: bytes, encoding: .utf8) != nil
+    }
+
     /// What human output shows; `keyID` is the envelope's, for ``yes``.
     func humanText(keyID: String?) -> String {
         switch self {
@@ -83,6 +88,9 @@ struct ProviderInfo: Sendable, Equatable {
 /// One item `list` found. Never holds the secret, only its size.
 struct ListedItem: Sendable, Equatable {
     var account: String
+    /// Whether the account is the item's `username` (it has no `account` attribute: Python
+    /// keyring's and go-keyring's items, which `get` reads too).
+    var accountFromUsername = false
     var service: String
     var label: String
     var path: String
@@ -98,10 +106,17 @@ struct ListedItem: Sendable, Equatable {
     var schema: String?
     /// The app whose item it is (``AppIdentity/attribute``); nil: no app's.
     var app: String? = nil
+    /// Who wrote it, as far as its attributes and label tell; nil: told by ``schema`` alone.
+    var writtenBy: ItemWriter? = nil
+
+    /// ``writtenBy``, else PingStorage for its schema and another tool for the rest.
+    var writer: ItemWriter { writtenBy ?? (schema == KeyringCommands.schemaName ? .pingStorage : .other) }
 
     var json: JSONValue {
         .object([
             ("account", .string(account)),
+            ("accountAttribute", .string(accountFromUsername ? "username" : "account")),
+            ("writtenBy", .string(writer.rawValue)),
             ("service", .string(service)),
             ("app", .string(app)),
             ("label", .string(label)),
@@ -118,8 +133,13 @@ struct ListedItem: Sendable, Equatable {
     }
 
     var human: String {
-        let writer = schema == KeyringCommands.schemaName
-            ? "PingStorage" : "another tool (xdg:schema \(schema ?? "not set"))"
+        let writer = switch writer {
+        case .pingStorage: "PingStorage"
+        case .pythonKeyring: "Python keyring (service and username, no account attribute)"
+        case .goKeyring: "go-keyring (service and username, no account attribute)"
+        case .other: "another tool (xdg:schema \(schema ?? "not set")"
+            + (accountFromUsername ? "; service and username, no account attribute)" : ")")
+        }
         return """
             \(account)
               service:    \(service)
@@ -132,6 +152,32 @@ struct ListedItem: Sendable, Equatable {
               encrypted:  \(encryption.humanText(keyID: keyID))
               written by: \(writer)
             """ + "\n\n"
+    }
+}
+
+/// Who wrote an item `list` shows, told by what each writer puts on its items.
+enum ItemWriter: String, Sendable, Equatable {
+    /// `xdg:schema` is KeychainStorage's.
+    case pingStorage
+    /// Python keyring's Secret Service backend: `application` = `Python keyring library`.
+    case pythonKeyring
+    /// go-keyring: only `service` and `username`, labelled `Password for 'USER' on 'SERVICE'`.
+    case goKeyring
+    /// Anyone else (secret-tool, libsecret apps, …).
+    case other
+
+    /// The writer of an item with `attributes` and `label`, whose account is `account`.
+    init(_ attributes: [String: String], label: String, account: ItemAccount) {
+        if attributes["xdg:schema"] == KeyringCommands.schemaName {
+            self = .pingStorage
+        } else if attributes["application"] == "Python keyring library" {
+            self = .pythonKeyring
+        } else if account.isFromUsername, Set(attributes.keys).subtracting(["xdg:schema"]) == ["service", "username"],
+                  label == "Password for '\(account.name)' on '\(attributes["service"] ?? "")'" {
+            self = .goKeyring
+        } else {
+            self = .other
+        }
     }
 }
 
@@ -162,9 +208,8 @@ struct ListReport: Sendable, Equatable {
             ?? "of PingStorage (any service) or with service \(KeychainConfiguration.defaultService)")
             + (app.map { " of app \($0)" } ?? "")
         let count = items.count == 1 ? "1 item" : "\(items.count) items"
-        let header = backend?.humanLine ?? ""
-        guard !items.isEmpty else { return header + "No items \(scope) in \(collectionPath).\n" }
-        return header + "\(count) \(scope) in \(collectionPath):\n\n" + items.map(\.human).joined().dropLast()
+        guard !items.isEmpty else { return "No items \(scope) in \(collectionPath).\n" }
+        return "\(count) \(scope) in \(collectionPath):\n\n" + items.map(\.human).joined().dropLast()
     }
 }
 
@@ -182,6 +227,8 @@ struct GetReport: Sendable, Equatable {
     var value: Data
     /// `--raw`: the bytes as stored, unchecked and not decrypted.
     var raw: Bool
+    /// `--text`: plain text, printed as it is with a newline.
+    var text = false
     /// What the stored bytes are (classified before any decryption).
     var encryption: Encryption
     /// For an envelope: the id of the key that sealed it.
@@ -195,13 +242,17 @@ struct GetReport: Sendable, Equatable {
     var backend: KeychainBackendChoice? = nil
 
     /// Human output: the JSON text ending with exactly one newline of its own (one is added
-    /// unless the text already ends with one), or with `--raw` the bytes exactly as stored.
-    var human: Data { raw || value.last == 0x0A ? value : value + Data("\n".utf8) }
+    /// unless the text already ends with one); with `--text` the text and one newline added (what
+    /// `save --text` dropped); with `--raw` the bytes exactly as stored.
+    var human: Data {
+        if raw { return value }
+        return !text && value.last == 0x0A ? value : value + Data("\n".utf8)
+    }
 
-    /// What human output prints on stderr, keeping stdout the value: the `backend:` line, and
-    /// the item's app when ping-keyring chose which app to read as.
+    /// What human output prints on stderr, keeping stdout the value: the item's app when
+    /// ping-keyring chose which app to read as (the `backend:` line is added by the caller).
     var humanNotes: String {
-        (backend?.humanLine ?? "") + (appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : "")
+        appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : ""
     }
 
     /// `value` is the stored JSON value itself, embedded in the document (`encoding` `json`); with
@@ -272,7 +323,7 @@ struct SaveReport: Sendable, Equatable {
     var human: String {
         let encrypted = encryption == .yes
             ? ", encrypted with SecuredKeyEncryptor" + (keyID.map { " (key \($0))" } ?? "") : ""
-        return (backend?.humanLine ?? "") + "Saved \(size) bytes for account '\(account)' (service \(service)"
+        return "Saved \(size) bytes for account '\(account)' (service \(service)"
             + (appWasChosen ? app.map { ", app \($0)" } ?? "" : "") + ")" + (path.map { " in \($0)" } ?? "")
             + encrypted + ".\n"
     }
@@ -300,9 +351,9 @@ struct DeleteReport: Sendable, Equatable {
     }
 
     var human: String {
-        (backend?.humanLine ?? "") + (deleted
+        deleted
             ? "Deleted the item of account '\(account)' (service \(service)\(scope)).\n"
-            : "No item for account '\(account)' (service \(service)\(scope)): nothing to delete.\n")
+            : "No item for account '\(account)' (service \(service)\(scope)): nothing to delete.\n"
     }
 
     /// Whose items were reached, when ping-keyring chose: the app's own and those with no app,
