@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import PingKeyringCore
 
@@ -44,5 +45,28 @@ struct HabitTests {
                     == .run(.lookup(attributes: ["service": "S", "username": "U"]), GlobalOptions()))
         #expect(usageMessage(["lookup", "service"])?.contains("attribute 'service' has no value") == true)
         #expect(usageMessage(["search", "a", "1", "a", "2"])?.contains("attribute 'a' is given more than once") == true)
+    }
+}
+
+/// Dates an app stores with JSONEncoder's default strategy are seconds since 2001: the reference's
+/// note and `get --help` say so, with an example that is right.
+@Suite("Dates in values")
+struct DatesInValuesTests {
+    @Test func theNoteAndItsExampleAreRight() throws {
+        let reference = try String(contentsOf: packageRoot.appendingPathComponent("docs/ping-keyring.md"), encoding: .utf8)
+        let section = try #require(reference.components(separatedBy: "## Dates in values\n").dropFirst().first?
+            .components(separatedBy: "\n## ").first)
+        // The example: 786240000 seconds after the reference date is 2025-12-01, and the offset to
+        // 1970 it gives is Foundation's.
+        #expect(section.contains("`{\"expiresAt\": 786240000}` is 2025-12-01, not a\ndate in 1994"))
+        #expect(Timestamp.iso8601(Date(timeIntervalSinceReferenceDate: 786_240_000)) == "2025-12-01T00:00:00Z")
+        #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 786_240_000)).hasPrefix("1994-12-01"))
+        #expect(section.contains("add 978307200"))
+        #expect(Date.timeIntervalBetween1970AndReferenceDate == 978_307_200)
+        let help = try #require(CommandTable.command(named: "get")).description
+        #expect(help.contains("seconds since"), "get --help says it too")
+        #expect(Timestamp.iso8601(Date(timeIntervalSinceReferenceDate: 700_000_000)).hasPrefix("2023-03-08"),
+                "get --help's example")
+        #expect(help.contains("700000000 is 2023-03-08"))
     }
 }
