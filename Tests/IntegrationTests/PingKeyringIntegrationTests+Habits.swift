@@ -24,6 +24,10 @@ extension Integration.PingKeyring {
         let fromPython = try python("print(repr(keyring.get_password(\(pythonLiteral(service)), \(pythonLiteral(account)))))")
         #expect(fromPython.output == "'hunter2'\n", "Python keyring reads the text exactly")
 
+        let listed = try pingKeyring(["list", "-s", service])
+        #expect(listed.output.contains("  encrypted:  unknown: plain text, not JSON (stored with --text or by another "
+                                           + "tool, or another Encryptor's output; get --text prints it)\n"), "\(listed.output)")
+
         let got = try pingKeyring(["get", "--text", "-s", service, "-a", account])
         #expect(got.status == 0, "\(got.stderr)")
         #expect(got.stdout == Data("hunter2\n".utf8))

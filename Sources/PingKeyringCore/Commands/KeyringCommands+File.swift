@@ -33,11 +33,14 @@ extension ListedItem {
     /// whether (and with which key) it is encrypted. `collectionPath` is the collection's object
     /// path, or the file keyring's path.
     init(_ info: SecretItemInfo, account: ItemAccount, service: String, secret: SecretValue, collectionPath: String) {
-        self.init(account: account.name, accountFromUsername: account.isFromUsername, service: service, label: info.label, path: info.path.rawValue,
+        let encryption = Encryption.classify(secret.bytes)
+        self.init(account: account.name, accountFromUsername: account.isFromUsername, service: service,
+                  label: info.label, path: info.path.rawValue,
                   collectionPath: collectionPath, created: info.created, modified: info.modified,
                   size: secret.bytes.count, contentType: secret.contentType,
-                  encryption: Encryption.classify(secret.bytes), keyID: Encryption.keyID(of: secret.bytes),
+                  encryption: encryption, keyID: Encryption.keyID(of: secret.bytes),
                   schema: info.attributes["xdg:schema"], app: info.attributes[AppIdentity.attribute],
+                  isPlainText: encryption == .unknown && Encryption.isPlainText(secret.bytes),
                   writtenBy: ItemWriter(info.attributes, label: info.label, account: account))
     }
 }
