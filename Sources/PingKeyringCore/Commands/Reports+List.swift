@@ -93,7 +93,7 @@ enum ItemWriter: String, Sendable, Equatable {
     case pingStorage
     /// Python keyring's Secret Service backend: `application` = `Python keyring library`.
     case pythonKeyring
-    /// go-keyring: only `service` and `username`, labelled `Password for 'USER' on 'SERVICE'`.
+    /// go-keyring: `service` and `username` (no `application`), labelled `Password for 'USER' on 'SERVICE'`.
     case goKeyring
     /// Anyone else (secret-tool, libsecret apps, …).
     case other
@@ -104,8 +104,9 @@ enum ItemWriter: String, Sendable, Equatable {
             self = .pingStorage
         } else if attributes["application"] == "Python keyring library" {
             self = .pythonKeyring
-        } else if account.isFromUsername, Set(attributes.keys).subtracting(["xdg:schema"]) == ["service", "username"],
+        } else if account.isFromUsername, attributes["application"] == nil,
                   label == "Password for '\(account.name)' on '\(attributes["service"] ?? "")'" {
+            // Its attributes alone would not do: KeePassXC adds its own (Title, UserName, …) to every item.
             self = .goKeyring
         } else {
             self = .other
