@@ -137,6 +137,11 @@ extension Integration.PingKeyring {
         #expect(try fake.state().collection(fakeLogin)?.locked == true)
         let again = try await runPingKeyring(["lock", "--json"], environment: environment)
         #expect(try jsonObject(again)["changed"] as? Bool == false, "locking a locked collection succeeds")
+        let session = "/org/freedesktop/secrets/collection/session"
+        #expect(try fake.state().collection(session)?.locked == false, "only the default collection")
+        let named = try await runPingKeyring(["lock", "--collection", "session"], environment: environment)
+        #expect(named.status == 0, "\(named.stderr)")
+        #expect(try fake.state().collection(session)?.locked == true, "a named collection")
 
         try fake.scenario("locked-prompt-completes")
         let refused = try await runPingKeyring(["unlock", "--no-prompt"], environment: environment)
