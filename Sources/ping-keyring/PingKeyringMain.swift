@@ -83,6 +83,7 @@ enum PingKeyringMain {
 
     static func finish(_ outcome: PingKeyring.Outcome) -> Never {
         writeAll(outcome.standardOutput, to: STDOUT_FILENO)
+        if outcome.newlineOnTerminal, isatty(STDOUT_FILENO) == 1 { writeAll("\n".utf8, to: STDOUT_FILENO) }
         writeAll(outcome.standardError.utf8, to: STDERR_FILENO)
         exit(outcome.status)
     }

@@ -5,7 +5,7 @@ import Testing
 
 /// Runs Python code with Debian's Python and its `keyring` package, on the test's bus, with
 /// keyring's Secret Service backend.
-private func python(_ code: String) throws -> ProcessResult {
+func python(_ code: String) throws -> ProcessResult {
     var environment = ProcessInfo.processInfo.environment
     environment["PYTHON_KEYRING_BACKEND"] = "keyring.backends.SecretService.Keyring"
     let result = try run("/usr/bin/python3", ["-c", "import keyring, sys\n" + code], environment: environment, timeout: 60)
@@ -13,7 +13,7 @@ private func python(_ code: String) throws -> ProcessResult {
     return result
 }
 
-private func pythonLiteral(_ text: String) -> String {
+func pythonLiteral(_ text: String) -> String {
     "'" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
 }
 

@@ -38,7 +38,7 @@ extension Integration.PingKeyring {
         #expect(ambiguous.output.isEmpty)
         let a = try pingKeyring(["--app", appA, "get", "--account", account])
         #expect(a.output == "\"value of A\"\n", "\(a.stderr)")
-        #expect(a.stderr == hostBackendLine, "the app asked for is not repeated")
+        #expect(a.stderr.isEmpty, "the app asked for is not repeated")
         let b = try jsonObject(try pingKeyring(["get", "--account", account, "--app", appB, "--json"]))
         #expect(b["value"] as? String == "value of B")
         #expect(b["app"] as? String == appB)
@@ -51,7 +51,7 @@ extension Integration.PingKeyring {
         #expect(try await storageB.get() == "value of B", "B's item is left")
         let onlyB = try pingKeyring(["get", "--account", account])
         #expect(onlyB.output == "\"value of B\"\n", "now the one app's")
-        #expect(onlyB.stderr == hostBackendLine + "app: \(appB)\n", "the app ping-keyring chose is named")
+        #expect(onlyB.stderr == "app: \(appB)\n", "the app ping-keyring chose is named")
     }
 
     @Test func saveWithoutAnAppWhenNoAppOwnsTheAccountSavesNothing() async throws {

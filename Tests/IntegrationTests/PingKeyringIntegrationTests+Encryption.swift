@@ -24,7 +24,7 @@ extension Integration.PingKeyring {
         #expect(stored.range(of: Data(secret.utf8)) == nil, "no plaintext in the stored bytes")
         let key = keyID(of: stored)
         #expect(try SecretTool.search(["xdg:schema": keySchema, "key-id": key]).count == 1)
-        #expect(saved.output.hasPrefix(hostBackendLine + "Saved \(json.utf8.count) bytes for account '\(account)' (service \(defaultService)) "
+        #expect(saved.output.hasPrefix("Saved \(json.utf8.count) bytes for account '\(account)' (service \(defaultService)) "
                                        + "in \(Harness.defaultCollectionPath)/"))
         #expect(saved.output.hasSuffix(", encrypted with SecuredKeyEncryptor (key \(key)).\n"))
         let items = try SecretTool.search(lookup(account))

@@ -13,8 +13,8 @@ extension Integration.PingKeyring {
 
         let saved = try pingKeyring(["save", "--account", account] + asTestApp, input: Data((json + "\n").utf8))
         #expect(saved.status == 0, "\(saved.stderr)")
-        #expect(saved.output.hasPrefix(hostBackendLine + "Saved \(json.utf8.count) bytes for account '\(account)'"))
-        #expect(saved.stderr.isEmpty)
+        #expect(saved.output.hasPrefix("Saved \(json.utf8.count) bytes for account '\(account)'"))
+        #expect(saved.stderr.isEmpty, "the backend line only with --verbose")
         // What secret-tool finds: the JSON text (newline dropped), under PingStorage's attributes and label.
         #expect(try SecretTool.lookup(lookup(account)) == Data(json.utf8))
         let items = try SecretTool.search(lookup(account))
@@ -26,19 +26,29 @@ extension Integration.PingKeyring {
         let got = try pingKeyring(["get", "--account", account])
         #expect(got.status == 0)
         #expect(got.output == json + "\n")
-        #expect(got.stderr == hostBackendLine + testAppLine, "stdout is the value alone; without --app, the one app's")
+        #expect(got.stderr == testAppLine, "stdout is the value alone; without --app, the one app's")
+        let verbose = try pingKeyring(["get", "--account", account, "--verbose"])
+        #expect(verbose.output == json + "\n")
+        #expect(verbose.stderr == hostBackendLine + testAppLine, "--verbose: the backend line, on stderr")
         #expect(try pingKeyring(["get", "--account", account, "--raw"]).stdout == Data(json.utf8), "--raw adds nothing")
 
         let listed = try pingKeyring(["list"])
         #expect(listed.status == 0, "\(listed.stderr)")
-        #expect(listed.output.hasPrefix(hostBackendLine))
+        #expect(listed.output.hasPrefix("1 item") || listed.output.contains(" items "), "no backend line: \(listed.output)")
+        #expect(listed.stderr.isEmpty)
+        for command in [["list"], ["save", "--account", account] + asTestApp, ["delete", "--account", "nobody-\(account)"]] {
+            let verbose = try pingKeyring(command + ["-v"], input: Data(json.utf8))
+            #expect(verbose.status == 0, "\(verbose.stderr)")
+            #expect(verbose.stderr == hostBackendLine, "\(command[0]) -v: the backend on stderr")
+            #expect(!verbose.output.contains("backend:"), "\(command[0]) -v: never on stdout")
+        }
         #expect(listed.output.contains("\n\(account)\n  service:    \(defaultService)\n  app:        \(testApp)\n"))
         #expect(listed.output.contains("  size:       \(json.utf8.count) bytes (text/plain)\n"))
         #expect(!listed.output.contains("secret-access"), "list never prints a secret")
 
         let deleted = try pingKeyring(["delete", "--account", account])
         #expect(deleted.status == 0)
-        #expect(deleted.output == hostBackendLine + "Deleted the item of account '\(account)' (service \(defaultService), "
+        #expect(deleted.output == "Deleted the item of account '\(account)' (service \(defaultService), "
             + "items of app \(testApp) or of no app).\n")
         #expect(try SecretTool.lookup(lookup(account)) == nil)
         let again = try pingKeyring(["delete", "--account", account])

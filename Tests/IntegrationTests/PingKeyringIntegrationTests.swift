@@ -78,7 +78,7 @@ func keyID(of envelope: Data) -> String {
 
 let envelopeMagic = Data([0x89, 0x50, 0x53, 0x45])
 
-/// The line every item command prints first on the host (`get`: on stderr).
+/// The line every item command prints on stderr on the host with --verbose (never on stdout).
 let hostBackendLine = "backend: Secret Service (not in a Flatpak sandbox (/.flatpak-info does not exist))\n"
 
 /// The key items of the session collection (secret-tool cannot tell collections apart: it

@@ -60,7 +60,7 @@ struct BackendOptionTests {
         #expect(file.humanLine == "backend: file keyring /d/keyrings/default.keyring (set by --backend file-keyring)\n")
 
         var list = ListReport(collectionPath: "/d/keyrings/default.keyring", service: "S", items: [], backend: file)
-        #expect(list.human == file.humanLine + "No items with service S in /d/keyrings/default.keyring.\n")
+        #expect(list.human == "No items with service S in /d/keyrings/default.keyring.\n")
         let json = try parseJSON(list.json.document)
         let backend = try #require(json["backend"] as? [String: Any])
         #expect(backend["kind"] as? String == "fileKeyring")
@@ -73,9 +73,9 @@ struct BackendOptionTests {
 
         let save = SaveReport(account: "A", service: "S", path: "/file/default/1", collectionPath: "/d/keyrings/default.keyring",
                               size: 3, encryption: .no, backend: file)
-        #expect(save.human == file.humanLine + "Saved 3 bytes for account 'A' (service S) in /file/default/1.\n")
+        #expect(save.human == "Saved 3 bytes for account 'A' (service S) in /file/default/1.\n")
         let delete = DeleteReport(account: "A", service: "S", deleted: true, backend: secretService)
-        #expect(delete.human == secretService.humanLine + "Deleted the item of account 'A' (service S).\n")
+        #expect(delete.human == "Deleted the item of account 'A' (service S).\n")
         #expect((try parseJSON(delete.json.document)["backend"] as? [String: Any])?["kind"] as? String == "secretService")
     }
 

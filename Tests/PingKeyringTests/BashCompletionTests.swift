@@ -27,19 +27,21 @@ struct BashCompletionTests {
     }
 
     @Test func commands() async throws {
-        #expect(try await completions("ping-keyring", "") == ["list", "get", "save", "delete", "doctor", "help"])
+        #expect(try await completions("ping-keyring", "") == ["list", "get", "save", "delete", "search", "lookup", "lock", "unlock",
+                                                                "doctor", "help"])
         #expect(try await completions("ping-keyring", "d") == ["delete", "doctor"])
         #expect(try await completions("ping-keyring", "-c", "session", "--json", "g") == ["get"],
                 "after global options and their values")
         #expect(try await completions("ping-keyring", "--collection", "=", "session", "li") == ["list"])
-        #expect(try await completions("ping-keyring", "help", "s") == ["save"])
+        #expect(try await completions("ping-keyring", "help", "s") == ["save", "search"])
+        #expect(try await completions("ping-keyring", "search", "service", "S", "").isEmpty, "attribute pairs: any words")
         #expect(try await completions("ping-keyring", "c").isEmpty, "hidden commands are not offered")
     }
 
     @Test func optionsOfTheCommandAndGlobalOnes() async throws {
         #expect(try await completions("ping-keyring", "get", "--") == [
-            "--collection", "--backend", "--app", "--timeout", "--no-prompt", "--json", "--help", "--version", "--account", "--service",
-            "--raw",
+            "--collection", "--backend", "--app", "--timeout", "--no-prompt", "--json", "--verbose", "--help", "--version", "--account",
+            "--service", "--text", "--raw",
         ])
         #expect(try await completions("ping-keyring", "save", "-a", "A", "--e") == ["--encrypt"])
         #expect(try await completions("ping-keyring", "list", "--r").isEmpty, "--raw is get's")

@@ -124,7 +124,8 @@ struct GeneratedFilesTests {
         #expect(run.status == 0)
         #expect(run.stderr.isEmpty, "groff warnings: \(run.stderr)")
         let text = try await runTool("groff", ["-man", "-Tascii", "-P-c", "-P-b", "-P-u"], stdin: ManPage.page).stdout
-        #expect(text.contains("ping-keyring get --account ACCOUNT [--service SERVICE] [--raw]"))
+        #expect(text.contains("ping-keyring get --account ACCOUNT [--service SERVICE] [--text] [--raw]"))
+        #expect(text.contains("ping-keyring search ATTRIBUTE VALUE [ATTRIBUTE VALUE...]"))
         #expect(text.contains("-a, --account ACCOUNT"))
     }
 

@@ -62,7 +62,9 @@ struct OutputTests {
         #expect(json["service"] is NSNull, "null is written, not left out")
         let items = try #require(json["items"] as? [[String: Any]])
         #expect(Set(items[0].keys) == ["account", "service", "app", "label", "item", "collection", "created", "modified",
-                                       "size", "contentType", "encrypted", "keyID", "schema"])
+                                       "size", "contentType", "encrypted", "keyID", "schema", "accountAttribute",
+                                       "writtenBy"])
+        #expect(items[0]["accountAttribute"] as? String == "account")
         #expect(items[0]["account"] as? String == "ACCESS_TOKEN_STORAGE")
         #expect(items[0]["app"] is NSNull, "an item of no app: null")
         #expect(items[0]["item"] as? String == "/org/freedesktop/secrets/collection/login/2")

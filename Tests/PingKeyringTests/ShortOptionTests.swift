@@ -26,7 +26,7 @@ struct ShortOptionTests {
         let letters = Dictionary(CommandTable.allOptions.compactMap { option in option.short.map { (option.name, $0) } },
                                  uniquingKeysWith: { first, _ in first })
         #expect(letters == ["account": "a", "service": "s", "raw": "r", "encrypt": "e", "collection": "c",
-                            "timeout": "t", "json": "j", "help": "h", "version": "V"])
+                            "timeout": "t", "json": "j", "verbose": "v", "help": "h", "version": "V"])
     }
 
     @Test func aLetterMeansOneOptionEverywhere() {

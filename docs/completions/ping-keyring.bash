@@ -44,26 +44,26 @@ _ping_keyring() {
         return 0
     fi
 
-    local options='-c --collection --backend --app -t --timeout --no-prompt -j --json -h --help -V --version'
+    local options='-c --collection --backend --app -t --timeout --no-prompt -j --json -v --verbose -h --help -V --version'
     case $command in
         '')
             if [[ $cur != -* ]]; then
-                COMPREPLY=($(compgen -W 'list get save delete doctor help' -- "$cur"))
+                COMPREPLY=($(compgen -W 'list get save delete search lookup lock unlock doctor help' -- "$cur"))
                 return 0
             fi
             ;;
         help)
-            [[ -z $argument ]] && COMPREPLY=($(compgen -W 'list get save delete doctor' -- "$cur"))
+            [[ -z $argument ]] && COMPREPLY=($(compgen -W 'list get save delete search lookup lock unlock doctor' -- "$cur"))
             return 0
             ;;
         list)
             options+=' -s --service'
             ;;
         get)
-            options+=' -a --account -s --service -r --raw'
+            options+=' -a --account -s --service --text -r --raw'
             ;;
         save)
-            options+=' -a --account -s --service -e --encrypt'
+            options+=' -a --account -s --service --text -e --encrypt'
             ;;
         delete)
             options+=' -a --account -s --service'

@@ -17,15 +17,27 @@ struct GlobalOptions: Sendable, Equatable {
     /// `--app`: the app (``AppIdentity/id``) whose items the commands act on; nil: see
     /// ``KeyringSettings/scopedApp``.
     var app: String?
+    /// `--verbose`: the `backend: …` line on stderr.
+    var verbose = false
 }
 
 /// A parsed command, with defaults applied and values checked.
 enum Command: Sendable, Equatable {
     /// `list [--service S]`; nil service: PingStorage's items of any service plus the default service's.
     case list(service: String?)
-    case get(account: String, service: String, raw: Bool)
-    case save(account: String, service: String, encrypt: Bool)
+    /// `get`; `text`: print a plain text value as it is.
+    case get(account: String, service: String, raw: Bool, text: Bool = false)
+    /// `save`; `text`: store stdin as plain text, not JSON.
+    case save(account: String, service: String, encrypt: Bool, text: Bool = false)
     case delete(account: String, service: String)
+    /// `search ATTRIBUTE VALUE…`: any tool's items with these attributes, never their secrets.
+    case search(attributes: [String: String])
+    /// `lookup ATTRIBUTE VALUE…`: the secret of the first item with these attributes.
+    case lookup(attributes: [String: String])
+    /// `lock`: lock the collection.
+    case lock
+    /// `unlock`: unlock the collection (a prompt when allowed).
+    case unlock
     case doctor
     /// `completion bash|zsh`: print the completion script.
     case completion(shell: String)
@@ -59,6 +71,10 @@ enum ArgumentParser {
         let scan = Scan(arguments)
         if scan.wantsHelp { return .help(command: scan.command?.name) }
         if scan.values["version"] != nil { return .version }
+        if let hint = Habits.hint(unknownCommand: scan.unknownCommand, command: scan.command?.name,
+                                  words: scan.unknownCommand != nil || scan.strayIsTheError ? scan.stray : []) {
+            throw hint
+        }
         if let error = scan.error { throw error }
         let values = scan.values
 
@@ -71,12 +87,16 @@ enum ArgumentParser {
         for option in commandSpec.options where option.isRequired && values[option.name] == nil {
             throw .usage("'\(commandSpec.name)' needs \(option.synopsis)", command: commandSpec.name)
         }
-        if let argument = commandSpec.argument, scan.argument == nil {
-            throw .usage("'\(commandSpec.name)' needs \(argument.name) (\(argument.choices.joined(separator: " or ")))",
-                         command: commandSpec.name)
+        if let argument = commandSpec.argument, scan.arguments.isEmpty {
+            let what = argument.isPairs ? argument.synopsis : "\(argument.name) (\(argument.choices.joined(separator: " or ")))"
+            throw .usage("'\(commandSpec.name)' needs \(what)", command: commandSpec.name)
         }
+        if values["raw"] != nil, values["text"] != nil {
+            throw .usage("--raw prints the bytes as stored and --text prints them as text: give one", command: commandSpec.name)
+        }
+        let attributes = try pairs(scan.arguments, of: commandSpec)
         let globals = try globalOptions(values, command: commandSpec.name)
-        return .run(command(commandSpec.name, values, argument: scan.argument), globals)
+        return .run(command(commandSpec.name, values, argument: scan.arguments.first, attributes: attributes), globals)
     }
 
     /// Whether the command line asks for `--json`, even when it does not parse: a usage error is
@@ -88,12 +108,18 @@ enum ArgumentParser {
     /// win; an unknown option is taken for a flag.
     private struct Scan {
         var command: CommandSpec?
-        /// The word after the command name, for a command that takes one.
-        var argument: String?
+        /// The words after the command name, for a command that takes them.
+        var arguments: [String] = []
         /// Option values by long name; `""` for a flag.
         var values: [String: String] = [:]
         var wantsHelp = false
         var error: ToolError?
+        /// Words after the command that it does not take (`get SERVICE ACCOUNT`).
+        var stray: [String] = []
+        /// Whether the first error is a stray word (not an unknown option whose value it may be).
+        var strayIsTheError = false
+        /// The first word, when it is no command (`set`, `store`).
+        var unknownCommand: String?
 
         init(_ arguments: [String]) {
             if arguments.first == CommandTable.helpWord {
@@ -164,8 +190,12 @@ enum ArgumentParser {
 
         /// The command name, its argument, or a stray word.
         private mutating func word(_ token: String) {
-            if let command, let spec = command.argument, argument == nil {
-                argument = token
+            if let command, let spec = command.argument, spec.isPairs {
+                arguments.append(token)
+                return
+            }
+            if let command, let spec = command.argument, arguments.isEmpty {
+                arguments.append(token)
                 if !spec.choices.contains(token) {
                     let what = "unknown \(spec.name.lowercased()) '\(token)' for '\(command.name)'"
                     let hint = Suggestion.didYouMean(token, among: spec.choices)
@@ -175,11 +205,20 @@ enum ArgumentParser {
                 return
             }
             guard command == nil else {
-                fail(.usage("unexpected argument '\(token)'", command: command?.name))
+                stray.append(token)
+                if stray.count == 1, error == nil {
+                    strayIsTheError = true
+                    fail(.usage("unexpected argument '\(token)'", command: command?.name))
+                }
                 return
             }
             guard let spec = CommandTable.command(named: token) else {
-                // A stray word after an unknown command is not worth a second look.
+                // Words after an unknown command are kept for Habits (`set SERVICE ACCOUNT`).
+                guard unknownCommand == nil else {
+                    stray.append(token)
+                    return
+                }
+                unknownCommand = token
                 guard error == nil else { return }
                 let known = CommandTable.visibleCommands.map(\.name)
                 if let guess = Suggestion.closest(to: token, among: known + [CommandTable.helpWord]) {
@@ -229,63 +268,5 @@ enum ArgumentParser {
         if let option = CommandTable.globalOptions.first(where: matches) { return option }
         if let command { return command.options.first(where: matches) }
         return CommandTable.commands.lazy.compactMap { $0.options.first(where: matches) }.first
-    }
-
-    private static func globalOptions(_ values: [String: String], command: String) throws(ToolError) -> GlobalOptions {
-        var options = GlobalOptions()
-        options.json = values["json"] != nil
-        options.noPrompt = values["no-prompt"] != nil
-        if let collection = values["collection"] {
-            do {
-                options.collection = try CollectionReference(parsing: collection)
-            } catch {
-                throw .usage("--collection: \(error.message)", command: command)
-            }
-        }
-        if let text = values["timeout"] {
-            guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
-                // 0 would be a deadline already passed: every call would time out.
-                throw .usage("--timeout needs a number of seconds greater than 0 and at most 86400 (fractions "
-                                 + "allowed), not '\(text)'", command: command)
-            }
-            options.timeout = .milliseconds(max(1, Int((seconds * 1000).rounded())))
-        }
-        if let name = values["backend"] {
-            guard let backend = backendNamed[name] else {
-                let hint = Suggestion.didYouMean(name, among: backendNames)
-                throw .usage("--backend '\(name)' is not a backend" + (hint.isEmpty
-                    ? "; it is one of \(backendNames.joined(separator: ", "))" : hint), command: command)
-            }
-            options.backend = backend
-        }
-        if let app = values["app"] {
-            do {
-                options.app = try AppIdentity(app).id
-            } catch {
-                throw .usage("--app needs an app id without NUL characters, such as com.example.App", command: command)
-            }
-        }
-        return options
-    }
-
-    /// The values `--backend` takes, as `PINGSTORAGE_BACKEND` spells them.
-    static let backendNames = ["automatic", "secret-service", "file-keyring"]
-
-    private static let backendNamed: [String: KeychainConfiguration.Backend] = [
-        "automatic": .automatic, "secret-service": .secretService, "file-keyring": .fileKeyring(path: nil),
-    ]
-
-    private static func command(_ name: String, _ values: [String: String], argument: String?) -> Command {
-        let service = values["service"] ?? KeychainConfiguration.defaultService
-        switch name {
-        case "list": return .list(service: values["service"])
-        case "get": return .get(account: values["account"]!, service: service, raw: values["raw"] != nil)
-        case "save": return .save(account: values["account"]!, service: service, encrypt: values["encrypt"] != nil)
-        case "delete": return .delete(account: values["account"]!, service: service)
-        case "doctor": return .doctor
-        case "completion": return .completion(shell: argument!)
-        case "man": return .manual
-        default: preconditionFailure("command '\(name)' is in CommandTable but not built here")
-        }
     }
 }

@@ -81,9 +81,10 @@ enum BashCompletion {
                         ;;
 
             """
-        for command in CommandTable.commands where !command.options.isEmpty || command.argument != nil {
+        for command in CommandTable.commands
+        where !command.options.isEmpty || (command.argument.map { !$0.isPairs } ?? false) {
             text += "        \(command.name))\n"
-            if let argument = command.argument {
+            if let argument = command.argument, !argument.isPairs {
                 text += """
                                 if [[ -z $argument && $cur != -* ]]; then
                                     COMPREPLY=($(compgen -W '\(argument.choices.joined(separator: " "))' -- "$cur"))

@@ -22,12 +22,18 @@ struct OptionSpec: Sendable, Equatable {
     var synopsis: String { valueName.map { "--\(name) \($0)" } ?? "--\(name)" }
 }
 
-/// A word a command takes after its name (`bash` in `completion bash`): one of a few.
+/// The words a command takes after its name: one of a few (`bash` in `completion bash`), or
+/// attribute and value pairs (`search service S account A`, as secret-tool takes them).
 struct ArgumentSpec: Sendable, Equatable {
-    /// The placeholder in help, e.g. `SHELL`.
+    /// The placeholder in help, e.g. `SHELL` or `ATTRIBUTE VALUE`.
     let name: String
-    /// The words accepted.
-    let choices: [String]
+    /// The words accepted; empty for pairs, which take any word.
+    var choices: [String] = []
+    /// One or more pairs of words: an attribute's name, then its value.
+    var isPairs = false
+
+    /// How help and the man page show it: `SHELL`, or `ATTRIBUTE VALUE [ATTRIBUTE VALUE...]`.
+    var synopsis: String { isPairs ? "\(name) [\(name)...]" : name }
 }
 
 /// One command: its name, a summary, a longer description, and the options it accepts besides
@@ -88,6 +94,9 @@ enum CommandTable {
                    help: "never show an unlock prompt: fail with 'locked' instead"),
         OptionSpec(name: "json", short: "j", valueName: nil,
                    help: "print one JSON document on stdout (errors too, as {\"error\": …})"),
+        OptionSpec(name: "verbose", short: "v", valueName: nil,
+                   help: "say on stderr which backend the items are in and why ('backend: …'; said without it "
+                       + "inside a Flatpak or snap, where it is not the Secret Service)"),
         OptionSpec(name: "help", short: "h", valueName: nil, help: "show help"),
         OptionSpec(name: "version", short: "V", valueName: nil, help: "print the version and exit"),
     ]
@@ -103,16 +112,21 @@ enum CommandTable {
                 bytes, and whether it is encrypted: yes (a SecuredKeyEncryptor envelope, with the id of \
                 its key), no (JSON text) or binary/unknown (other bytes). The secret is read to measure \
                 it, never printed.
-                With --service, lists every item with that service attribute.
+                With --service, lists every item with that service attribute that 'get' can read: the items \
+                with an account attribute, and those Python keyring and go-keyring write (service and \
+                username, no account), which get reads as the username's account; 'written by' (JSON: \
+                writtenBy and accountAttribute) says which. Items with neither are left out ('search \
+                service S' shows every item).
                 Each item shows its app (the \(AppIdentity.attribute) attribute; 'none' for items of other tools \
                 and of PingStorage 1.x, which every app reads). With --app (or in a Flatpak or snap, where the \
                 sandbox's id is the default), only that app's items are listed, not the items with no app; \
                 outside a sandbox without --app, every app's.
                 Like every command that touches items, it works on the backend KeychainStorage uses with the \
-                same settings (see --backend) and prints which and why first: 'backend: Secret Service (…)', or \
-                in a Flatpak sandbox 'backend: file keyring PATH (…)', where the collection is the file and item \
-                paths are /file/NAME/N (the item's position in it). With --json, a 'backend' object: kind \
-                (secretService or fileKeyring), path and reason.
+                same settings (see --backend). With --verbose, or inside a Flatpak or snap, it says on stderr \
+                which and why: 'backend: Secret Service (…)', or in a Flatpak sandbox 'backend: file keyring \
+                PATH (…)', where the collection is the file and item paths are /file/NAME/N (the item's \
+                position in it). With --json, a 'backend' object: kind (secretService or fileKeyring), path \
+                and reason.
                 """,
             options: [OptionSpec(name: "service", short: "s", valueName: "SERVICE",
                                  help: "only items with this `service` attribute")]),
@@ -121,21 +135,28 @@ enum CommandTable {
             description: """
                 Prints the stored value: the JSON text KeychainStorage wrote, followed by a newline \
                 (none is added when the text already ends with one). \
-                This is the only command that prints a secret. An item encrypted by SecuredKeyEncryptor \
+                This is the only command that prints a secret, with 'lookup'. An item encrypted by SecuredKeyEncryptor \
                 is decrypted with the key in the collection, bound to the item's service and account, \
                 as an app reading it with SecuredKeyEncryptor() does. Exit status 4 when it cannot be: \
                 its key is missing (keyNotFound), it was changed or copied from another item \
                 (failedToDecrypt), or its format is unknown (unsupportedFormat); and for a value that is \
                 neither JSON text nor an envelope (another Encryptor's output, or corrupt). The item is \
-                left unchanged. --raw prints the bytes exactly as stored, not decrypted, with no newline \
-                added. Exit status 1 when the account has no item.
-                The 'backend: …' line goes to stderr, so that stdout is the value alone; so does 'app: …', naming \
-                the item's app, when ping-keyring chose which app to read as (see --app).
-                It reads what the app's KeychainStorage reads (its own item, else one with no app). Without --app \
+                left unchanged. --text prints a value that is plain text (what 'save --text', secret-tool and \
+                Python keyring store) as it is, decrypted if need be, with a newline added. --raw prints the \
+                bytes exactly as stored, not decrypted, with no newline added. Exit status 1 when the account \
+                has no item.
+                Dates an app stores through JSONEncoder's default strategy are numbers of seconds since \
+                2001-01-01 (Foundation's reference date), not since 1970: 700000000 is 2023-03-08, not 1992.
+                stdout is the value alone: 'app: …', naming the item's app when ping-keyring chose which app to \
+                read as (see --app), goes to stderr, and so does the 'backend: …' line with --verbose.
+                It reads what the app's KeychainStorage reads (its own item, else one with no app, such as \
+                Python keyring's and go-keyring's items: service and username). Without --app \
                 outside a sandbox, the app is the one whose items the account has; when several apps have one, \
                 --app must choose (exit status 2).
                 """,
             options: [account, service,
+                      OptionSpec(name: "text", valueName: nil,
+                                 help: "print a plain text value (not JSON) as it is, with a newline"),
                       OptionSpec(name: "raw", short: "r", valueName: nil, help: "print the bytes as stored, unchecked")]),
         CommandSpec(
             name: "save", summary: "store the value read from stdin",
@@ -144,6 +165,10 @@ enum CommandTable {
                 is "…" with the quotes) and stores it for the account exactly as an app would: one \
                 item, replaced in place, with PingStorage's attributes and label. Leading and trailing \
                 whitespace is dropped; anything that is not JSON is refused and nothing is written.
+                With --text, stdin is stored as plain text, byte for byte but for one final newline \
+                (echo hunter2 | ping-keyring save --text … stores hunter2): what secret-tool lookup and \
+                Python keyring's get_password then read (an app reads it with KeychainStorage only if it \
+                is JSON text). It must be UTF-8 text without NUL.
                 With --encrypt the value is stored as SecuredKeyEncryptor's envelope (AES-256-GCM, bound \
                 to the service and account), exactly as KeychainStorage with SecuredKeyEncryptor() \
                 stores it, so apps read it back; the key is an item of its own in the collection (or the \
@@ -154,6 +179,8 @@ enum CommandTable {
                 app's name by surprise.
                 """,
             options: [account, service,
+                      OptionSpec(name: "text", valueName: nil,
+                                 help: "store stdin as plain text (one final newline dropped), not JSON"),
                       OptionSpec(name: "encrypt", short: "e", valueName: nil,
                                  help: "encrypt with SecuredKeyEncryptor, as an app using SecuredKeyEncryptor() does")]),
         CommandSpec(
@@ -166,6 +193,42 @@ enum CommandTable {
                 account has; when several apps have one, --app must choose (exit status 2).
                 """,
             options: [account, service]),
+        CommandSpec(
+            name: "search", summary: "list the items of any tool that have the given attributes (never their secrets)",
+            description: """
+                Lists every item of the collection whose attributes include all the pairs given, whoever \
+                wrote it, as 'secret-tool search' does but without the secret: its path, label, created and \
+                modified times, whether it is locked, and its attributes. Nothing is unlocked, changed or \
+                read beyond that. Exit status 1 when no item matches.
+                """,
+            options: [], argument: ArgumentSpec(name: "ATTRIBUTE VALUE", isPairs: true)),
+        CommandSpec(
+            name: "lookup", summary: "print the secret of the first item with the given attributes",
+            description: """
+                Prints the secret of the first item whose attributes include all the pairs given, as \
+                'secret-tool lookup' does: the bytes as stored, followed by a newline only when stdout is a \
+                terminal (with --json, the value as 'get --json' shows it). The collection is unlocked if \
+                need be, through a prompt unless --no-prompt. Nothing is changed. Exit status 1, with \
+                nothing printed, when no item matches.
+                """,
+            options: [], argument: ArgumentSpec(name: "ATTRIBUTE VALUE", isPairs: true)),
+        CommandSpec(
+            name: "lock", summary: "lock the collection",
+            description: """
+                Locks the collection (the 'default' alias unless --collection), as 'secret-tool lock \
+                --collection' does: reading its items then needs it unlocked again. Locking a locked \
+                collection succeeds. A sandbox's file keyring has no lock of its own.
+                """,
+            options: []),
+        CommandSpec(
+            name: "unlock", summary: "unlock the collection (the provider may prompt for its password)",
+            description: """
+                Unlocks the collection (the 'default' alias unless --collection). The provider may ask for \
+                its password in a prompt, which ping-keyring waits for until --timeout; with --no-prompt \
+                it fails with 'locked' instead (exit status 3). Unlocking an unlocked collection succeeds. \
+                A sandbox's file keyring has no lock of its own.
+                """,
+            options: []),
         CommandSpec(
             name: "doctor", summary: "check, step by step, that PingStorage can use the keyring",
             description: """
@@ -220,8 +283,8 @@ enum CommandTable {
         exactly as an app does (through KeychainStorage and SecuredKeyEncryptor, on the backend they use \
         with the same settings), and finds out, step by step, why the keyring refuses.
         Options go before or after the command name, as --name VALUE, --name=VALUE or, for those with \
-        a letter, -n VALUE (one letter per word). It never prints a secret, except the value 'get' is \
-        asked for.
+        a letter, -n VALUE (one letter per word). It never prints a secret, except the value 'get' or \
+        'lookup' is asked for.
         """
 
     /// The environment variables the tool reads, for the man page.

@@ -6,7 +6,7 @@ extension CommandTable {
     /// The exit statuses, for the top-level help and the man page (command help points there).
     static let exitStatuses: [(status: ExitCode, meaning: String)] = [
         (.ok, "success (doctor: no check failed)"),
-        (.notFound, "not found (get of an account with no item)"),
+        (.notFound, "not found (get of an account with no item, search or lookup matching none)"),
         (.usage, "usage: bad command line or input"),
         (.keyringUnavailable, "keyring unavailable: no session bus, no provider, no collection, locked, timed out, "
             + "no secret from the Secret portal"),
@@ -55,7 +55,7 @@ extension CommandTable {
     /// `ping-keyring get --account ACCOUNT [--service SERVICE] [--raw] [GLOBAL OPTIONS]`.
     static func usageLine(for command: CommandSpec) -> String {
         let options = command.options.map { $0.isRequired ? $0.synopsis : "[\($0.synopsis)]" }
-        let argument = command.argument.map { [$0.name] } ?? []
+        let argument = command.argument.map { [$0.synopsis] } ?? []
         return ([program, command.name] + argument + options + ["[GLOBAL OPTIONS]"]).joined(separator: " ")
     }
 

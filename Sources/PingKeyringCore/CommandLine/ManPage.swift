@@ -61,7 +61,9 @@ enum ManPage {
     /// `\fBping-keyring get\fR \fB--account\fR \fIACCOUNT\fR [\fB--service\fR \fISERVICE\fR] …` (one text line).
     private static func synopsis(of command: CommandSpec) -> String {
         var words = ["\\fB\(roff(CommandTable.program)) \(roff(command.name))\\fR"]
-        if let argument = command.argument {
+        if let argument = command.argument, argument.isPairs {
+            words.append("\\fIATTRIBUTE VALUE\\fR [\\fIATTRIBUTE VALUE\\fR...]")
+        } else if let argument = command.argument {
             words.append(argument.choices.map { "\\fB\(roff($0))\\fR" }.joined(separator: "|"))
         }
         for option in command.options {

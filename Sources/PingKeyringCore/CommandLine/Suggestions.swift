@@ -40,3 +40,71 @@ enum Suggestion {
         return rows[a.count][b.count]
     }
 }
+
+/// What users of secret-tool and Python keyring type, answered with ping-keyring's words: their
+/// verbs (`set`, `store`, `del`, `clear`, …) and their positional `SERVICE ACCOUNT`, which a "did
+/// you mean" by spelling would get wrong (`set` is one letter from `get`).
+enum Habits {
+    /// The usage error for a command line with an unknown first word `unknownCommand` or a known
+    /// `command`, and the `words` after it that it does not take; nil when no habit explains it.
+    static func hint(unknownCommand: String?, command: String?, words: [String]) -> ToolError? {
+        if let verb = unknownCommand {
+            guard let meant = verbs[verb.lowercased()] else { return nil }
+            let (service, account) = serviceAndAccount(words)
+            return .usage("unknown command '\(verb)'; \(meant.text): "
+                              + example(meant.command, service: service, account: account, given: !words.isEmpty))
+        }
+        guard let command, ["get", "save", "delete"].contains(command), !words.isEmpty else { return nil }
+        let (service, account) = serviceAndAccount(words)
+        return .usage("'\(command)' takes the service and account as options, not as words: "
+                          + example(command, service: service, account: account, given: true), command: command)
+    }
+
+    /// The other tools' verbs: what ping-keyring does instead, and its command.
+    private static let verbs: [String: (text: String, command: String)] = [
+        "set": ("ping-keyring stores a value read from stdin with 'save'", "save"),
+        "store": ("ping-keyring stores a value read from stdin with 'save'", "save"),
+        "add": ("ping-keyring stores a value read from stdin with 'save'", "save"),
+        "put": ("ping-keyring stores a value read from stdin with 'save'", "save"),
+        "read": ("ping-keyring prints an account's value with 'get' (any item's with 'lookup ATTRIBUTE VALUE…')", "get"),
+        "show": ("ping-keyring prints an account's value with 'get' (any item's with 'lookup ATTRIBUTE VALUE…')", "get"),
+        "del": ("ping-keyring deletes an account's items with 'delete' (never another app's)", "delete"),
+        "clear": ("ping-keyring deletes an account's items with 'delete' (never another app's)", "delete"),
+        "remove": ("ping-keyring deletes an account's items with 'delete' (never another app's)", "delete"),
+        "rm": ("ping-keyring deletes an account's items with 'delete' (never another app's)", "delete"),
+        "erase": ("ping-keyring deletes an account's items with 'delete' (never another app's)", "delete"),
+        "ls": ("ping-keyring lists items with 'list' (any tool's with 'search ATTRIBUTE VALUE…')", "list"),
+    ]
+
+    /// The service and account in `words`: secret-tool's pairs (`service S account A`, `username`
+    /// for the account), else Python keyring's `SERVICE USERNAME`; placeholders for what is not there.
+    private static func serviceAndAccount(_ words: [String]) -> (service: String, account: String) {
+        var pairs: [String: String] = [:]
+        if words.count.isMultiple(of: 2) {
+            for index in stride(from: 0, to: words.count, by: 2) { pairs[words[index]] = words[index + 1] }
+        }
+        if let service = pairs["service"] ?? pairs["account"].map({ _ in "SERVICE" }) {
+            return (service, pairs["account"] ?? pairs["username"] ?? "ACCOUNT")
+        }
+        return (words.first ?? "SERVICE", words.dropFirst().first ?? "ACCOUNT")
+    }
+
+    /// The command line to type, its values quoted for a shell when they need it.
+    private static func example(_ command: String, service: String, account: String, given: Bool) -> String {
+        let options = "--service \(quoted(service)) --account \(quoted(account))"
+        switch command {
+        case "save":
+            return "echo VALUE | ping-keyring save --text \(options) (plain text, as secret-tool and Python keyring "
+                + "read it; without --text, stdin is the JSON text an app reads)"
+        case "list":
+            return given ? "ping-keyring list --service \(quoted(service))" : "ping-keyring list"
+        default:
+            return "ping-keyring \(command) \(options)"
+        }
+    }
+
+    private static func quoted(_ word: String) -> String {
+        let plain = word.allSatisfy { $0.isLetter || $0.isNumber || "-_.@:/+=,".contains($0) }
+        return plain && !word.isEmpty ? word : "'" + word.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+}

@@ -52,7 +52,9 @@ enum ZshCompletion {
             """
         for command in CommandTable.commands {
             var specs = command.options.map(spec(of:))
-            if let argument = command.argument {
+            if let argument = command.argument, argument.isPairs {
+                specs.append(quoted("*:attribute or value: "))  // any words: nothing to offer
+            } else if let argument = command.argument {
                 specs.append(quoted(":\(argument.name.lowercased()):(\(argument.choices.joined(separator: " ")))"))
             }
             text += "        (\(command.name))\n"

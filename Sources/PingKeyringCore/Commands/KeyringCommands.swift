@@ -70,12 +70,12 @@ enum KeyringCommands {
         return ListReport(collectionPath: info.path.rawValue, service: service, items: items)
     }
 
-    /// The item's metadata and the size of its secret; nil when it has no `account` attribute
-    /// (KeychainStorage cannot reach it) or vanished meanwhile.
+    /// The item's metadata and the size of its secret; nil when it is no account's item for
+    /// KeychainStorage (``ItemAccount``: neither `account` nor `username`) or vanished meanwhile.
     private static func listedItem(_ path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> ListedItem? {
         do throws(SecretServiceError) {
             let info = try await client.itemInfo(path)
-            guard let account = info.attributes["account"], let service = info.attributes["service"] else {
+            guard let account = ItemAccount(info.attributes), let service = info.attributes["service"] else {
                 return nil
             }
             var secret = try await client.secret(of: path).value
@@ -90,8 +90,8 @@ enum KeyringCommands {
     // MARK: get
 
     /// The item's value: its JSON text, decrypted when it is a ``SecuredKeyEncryptor`` envelope;
-    /// with `raw`, the bytes as stored.
-    static func get(account: String, service: String, raw: Bool, settings: KeyringSettings)
+    /// with `text`, any UTF-8 text (decrypted likewise); with `raw`, the bytes as stored.
+    static func get(account: String, service: String, raw: Bool, text: Bool = false, settings: KeyringSettings)
         async throws(ToolError) -> GetReport {
         let backend = try await settings.backendInUse(settings.configuration(service: service))
         let app = try await AppChoice.app(for: account, service: service, purpose: .read, settings: settings)
@@ -103,11 +103,11 @@ enum KeyringCommands {
                 place = "the file keyring \(inventory.path)"
                 if let item = try await inventory.storedItem(account: account) {
                     report = try await value(item.info, item.value, collectionPath: inventory.path, account: account,
-                                             service: service, raw: raw, configuration: configuration)
+                                             service: service, raw: raw, text: text, configuration: configuration)
                 }
             } else {
                 place = configuration.collection.description
-                report = try await secretServiceValue(account: account, service: service, raw: raw,
+                report = try await secretServiceValue(account: account, service: service, raw: raw, text: text,
                                                       configuration: configuration)
             }
         } catch {
@@ -124,19 +124,20 @@ enum KeyringCommands {
     /// `get` on the Secret Service: the item `get()` would read (the newest of any duplicates),
     /// its metadata and its secret asked for at once (the search runs again if another client
     /// deletes the item in between). Nil: no item.
-    private static func secretServiceValue(account: String, service: String, raw: Bool,
+    private static func secretServiceValue(account: String, service: String, raw: Bool, text: Bool,
                                            configuration: KeychainConfiguration) async throws -> GetReport? {
         let storage = KeychainStorage<String>(account: account, configuration: configuration)
         guard let (info, secret) = try await storage.storedItem() else { return nil }
         return try await value(info, secret, collectionPath: info.collectionPath.rawValue, account: account,
-                               service: service, raw: raw, configuration: configuration)
+                               service: service, raw: raw, text: text, configuration: configuration)
     }
 
     /// What `get` prints of a stored value: its JSON text, decrypted when it is an envelope
     /// (bound to the item's service and account, as KeychainStorage binds it); with `raw`, the
-    /// bytes as stored.
+    /// bytes as stored; with `text`, any UTF-8 text without NUL is accepted, not only JSON.
     private static func value(_ info: SecretItemInfo, _ secret: SecretValue, collectionPath: String, account: String,
-                              service: String, raw: Bool, configuration: KeychainConfiguration) async throws(ToolError) -> GetReport {
+                              service: String, raw: Bool, text: Bool, configuration: KeychainConfiguration)
+        async throws(ToolError) -> GetReport {
         let encryption = Encryption.classify(secret.bytes)
         var value = secret.bytes
         if !raw {
@@ -146,12 +147,13 @@ enum KeyringCommands {
                                                 account: info.attributes["account"] ?? account)
                 value = try await decrypt(secret.bytes, context: context, configuration: configuration)
             }
-            guard Encryption.isJSONText(value) else {
-                throw notJSONText(account: account, service: service, size: value.count, decrypted: encryption == .yes)
+            guard text ? Encryption.isPlainText(value) : Encryption.isJSONText(value) else {
+                throw notJSONText(account: account, service: service, size: value.count, decrypted: encryption == .yes,
+                                  text: text)
             }
         }
         return GetReport(account: account, service: service, path: info.path.rawValue, collectionPath: collectionPath,
-                         contentType: secret.contentType, value: value, raw: raw, encryption: encryption,
+                         contentType: secret.contentType, value: value, raw: raw, text: text, encryption: encryption,
                          keyID: Encryption.keyID(of: secret.bytes), app: info.attributes[AppIdentity.attribute])
     }
 
@@ -179,15 +181,18 @@ enum KeyringCommands {
         }
     }
 
-    private static func notJSONText(account: String, service: String, size: Int, decrypted: Bool) -> ToolError {
+    private static func notJSONText(account: String, service: String, size: Int, decrypted: Bool,
+                                    text: Bool) -> ToolError {
+        let kind = text ? "UTF-8 text" : "JSON text"
         let what = decrypted
-            ? "an envelope that decrypts to \(size) bytes that are not JSON text (not written by KeychainStorage)"
-            : "\(size) bytes that are neither JSON text nor a SecuredKeyEncryptor envelope: written through an "
+            ? "an envelope that decrypts to \(size) bytes that are not \(kind) (not written by KeychainStorage)"
+            : "\(size) bytes that are neither \(kind) nor a SecuredKeyEncryptor envelope: written through an "
                 + "Encryptor this tool does not have, or corrupt"
+        let advice = text ? "" : " (or, for plain text such as secret-tool and Python keyring store, --text)"
         return ToolError(
             kind: "corruptItem",
             message: "the item for account '\(account)' (service '\(service)') holds \(what). It was left "
-                + "unchanged; 'ping-keyring get --raw' prints the bytes as stored.")
+                + "unchanged; 'ping-keyring get --raw' prints the bytes as stored\(advice).")
     }
 
     /// libgcrypt cannot start, so `SecuredKeyEncryptor(configuration:)` is nil.
@@ -202,7 +207,8 @@ enum KeyringCommands {
     /// Stores `input` (JSON text) for the account through KeychainStorage's own write path; with
     /// `encrypt`, sealed by `SecuredKeyEncryptor(configuration:)` exactly as an app's
     /// `KeychainStorage(account:encryptor:configuration:)` would (bound to the service and account).
-    static func save(account: String, service: String, encrypt: Bool, settings: KeyringSettings,
+    /// With `text`, stdin is stored as plain text (``plainText(_:)``), not checked for JSON.
+    static func save(account: String, service: String, encrypt: Bool, text: Bool = false, settings: KeyringSettings,
                      input: () async throws(PingKeyring.InputFailure) -> Data) async throws(ToolError) -> SaveReport {
         let raw: Data
         do {
@@ -211,18 +217,19 @@ enum KeyringCommands {
             throw ToolError(kind: "invalidInput",
                             message: "could not read the value from stdin (\(error.reason)). Nothing was saved.")
         }
-        let value = trimmingWhitespace(raw)
+        let value = text ? try plainText(raw) : trimmingWhitespace(raw)
         guard !value.isEmpty else {
             throw ToolError(
                 kind: "invalidInput",
                 message: "no value on stdin; pipe the item's JSON text in, e.g. "
                     + "echo '\"value\"' | ping-keyring save --account \(account). Nothing was saved.")
         }
-        guard Encryption.isJSONText(value) else {
+        guard text || Encryption.isJSONText(value) else {
             throw ToolError(
                 kind: "invalidInput",
                 message: "stdin is not JSON text. ping-keyring stores what KeychainStorage would: the item's JSON "
-                    + "(a String item is \"…\" with the quotes). Nothing was saved.")
+                    + "(a String item is \"…\" with the quotes); to store plain text, as secret-tool and Python "
+                    + "keyring read it, add --text. Nothing was saved.")
         }
         let backend = try await settings.backendInUse(settings.configuration(service: service))
         let app = try await AppChoice.app(for: account, service: service, purpose: .save, settings: settings)
@@ -250,6 +257,20 @@ enum KeyringCommands {
         } catch {
             throw ToolError.from(error)
         }
+    }
+
+    /// What `save --text` stores of stdin: the bytes but for one final newline (LF or CR LF, which
+    /// `echo` adds), as secret-tool and Python keyring will read them.
+    /// - Throws: ``ToolError`` `invalidInput` for bytes that are not UTF-8 text or contain NUL.
+    static func plainText(_ data: Data) throws(ToolError) -> Data {
+        var text = data
+        if text.last == 0x0A { text.removeLast() }
+        if data.last == 0x0A, text.last == 0x0D { text.removeLast() }
+        guard Encryption.isPlainText(text) else {
+            throw ToolError(kind: "invalidInput",
+                            message: "stdin is not UTF-8 text without NUL characters, which --text stores. Nothing was saved.")
+        }
+        return text
     }
 
     /// `data` without leading and trailing JSON whitespace (space, tab, CR, LF).

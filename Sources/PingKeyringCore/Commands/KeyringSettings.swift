@@ -16,6 +16,9 @@ struct KeyringSettings: Sendable, Equatable {
     /// executable's path, which no app's items carry, so nil means "no app chosen": `list` shows
     /// every app's items and the item commands find the app (``AppChoice``).
     var scopedApp: String?
+    /// Whether human output says which backend and why (`backend: …`, on stderr): with
+    /// `--verbose`, and inside a Flatpak or snap, where it may not be the Secret Service.
+    var showsBackend: Bool
 
     /// The settings the global options give; `detected` is the identity a program run here gets
     /// without `AppIdentity.set` (``AppIdentity/detected``; tests give another).
@@ -25,6 +28,7 @@ struct KeyringSettings: Sendable, Equatable {
         allowsPrompts = !options.noPrompt
         backend = options.backend
         scopedApp = options.app ?? (detected.source == .executable ? nil : detected.id)
+        showsBackend = options.verbose || detected.source == .flatpak || detected.source == .snap
     }
 
     /// The configuration an app with these settings would use (collection, timeout and backend
@@ -98,8 +102,8 @@ extension KeychainBackendChoice {
         }
     }
 
-    /// `backend: …` and a newline: the first line of `list`, `save` and `delete` (`get` prints it
-    /// on stderr, its stdout being the value alone).
+    /// `backend: …` and a newline: what the item commands print on stderr with `--verbose` or in a
+    /// sandbox (``KeyringSettings/showsBackend``); never on stdout, which is the result alone.
     var humanLine: String { "backend: \(summary)\n" }
 
     /// `{"kind": "secretService" | "fileKeyring", "path": PATH | null, "reason": …}`.

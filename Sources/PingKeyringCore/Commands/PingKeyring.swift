@@ -21,11 +21,14 @@ public enum PingKeyring {
     public struct Outcome: Sendable, Equatable {
         /// Bytes for stdout (bytes, because `get --raw` prints the value exactly as stored).
         public var standardOutput: Data
-        /// Text for stderr: error messages, and `get`'s `backend:` line (its stdout is the value
-        /// alone); never secrets.
+        /// Text for stderr: error messages, the `backend:` line (with `--verbose` or in a sandbox)
+        /// and `get`'s `app:` line, keeping stdout the result alone; never secrets.
         public var standardError: String
         /// The exit status (0 ok, 1 not found, 2 usage, 3 keyring unavailable, 4 corrupt, 5 other).
         public var status: Int32
+        /// Whether a newline follows ``standardOutput`` when stdout is a terminal, and only then:
+        /// `lookup` prints the secret as `secret-tool lookup` does, exactly as stored into a pipe.
+        public var newlineOnTerminal = false
     }
 
     /// Runs the command line `arguments` (without the program name).
@@ -96,19 +99,32 @@ public enum PingKeyring {
             switch command {
             case .list(let service):
                 let report = try await KeyringCommands.list(service: service, settings: settings)
-                return success(options.json ? Data(report.json.document.utf8) : Data(report.human.utf8))
-            case .get(let account, let service, let raw):
-                let report = try await KeyringCommands.get(account: account, service: service, raw: raw, settings: settings)
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
+            case .get(let account, let service, let raw, let text):
+                let report = try await KeyringCommands.get(account: account, service: service, raw: raw, text: text,
+                                                           settings: settings)
                 guard !options.json else { return success(Data(report.json.document.utf8)) }
-                return Outcome(standardOutput: report.human, standardError: report.humanNotes,
+                return Outcome(standardOutput: report.human,
+                               standardError: notes(report.backend, settings) + report.humanNotes,
                                status: ExitCode.ok.rawValue)
-            case .save(let account, let service, let encrypt):
+            case .save(let account, let service, let encrypt, let text):
                 let report = try await KeyringCommands.save(account: account, service: service, encrypt: encrypt,
-                                                           settings: settings, input: readInput)
-                return success(Data((options.json ? report.json.document : report.human).utf8))
+                                                           text: text, settings: settings, input: readInput)
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
             case .delete(let account, let service):
                 let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
-                return success(Data((options.json ? report.json.document : report.human).utf8))
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
+            case .search(let attributes):
+                let report = try await KeyringCommands.search(attributes, settings: settings)
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
+            case .lookup(let attributes):
+                let report = try await KeyringCommands.lookup(attributes, settings: settings)
+                guard !options.json else { return success(Data(report.json.document.utf8)) }
+                return Outcome(standardOutput: report.value, standardError: notes(report.backend, settings),
+                               status: ExitCode.ok.rawValue, newlineOnTerminal: true)
+            case .lock, .unlock:
+                let report = try await KeyringCommands.setLocked(command == .lock, settings: settings)
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
             case .completion(let shell):
                 return completion(shell)
             case .manual:
@@ -125,6 +141,15 @@ public enum PingKeyring {
 
     private static func success(_ output: Data) -> Outcome {
         Outcome(standardOutput: output, standardError: "", status: ExitCode.ok.rawValue)
+    }
+
+    private static func success(_ text: String, _ notes: String) -> Outcome {
+        Outcome(standardOutput: Data(text.utf8), standardError: notes, status: ExitCode.ok.rawValue)
+    }
+
+    /// The `backend: …` line for stderr when the settings show it (``KeyringSettings/showsBackend``).
+    private static func notes(_ backend: KeychainBackendChoice?, _ settings: KeyringSettings) -> String {
+        settings.showsBackend ? backend?.humanLine ?? "" : ""
     }
 
     /// stderr always gets `ping-keyring: error: KIND: message`, and the developer detail (object

@@ -38,6 +38,11 @@ enum Encryption: String, Sendable, Equatable {
     /// control characters, NUL included, and no invalid UTF-8).
     static func isJSONText(_ bytes: Data) -> Bool { JSONValue(parsing: bytes) != nil }
 
+    /// UTF-8 text without NUL: what `save --text` stores and `get --text` prints.
+    static func isPlainText(_ bytes: Data) -> Bool {
+        !bytes.contains(0) && String(data: bytes, encoding: .utf8) != nil
+    }
+
     /// What human output shows; `keyID` is the envelope's, for ``yes``.
     func humanText(keyID: String?) -> String {
         switch self {
@@ -78,96 +83,6 @@ struct ProviderInfo: Sendable, Equatable {
     }
 }
 
-// MARK: - list
-
-/// One item `list` found. Never holds the secret, only its size.
-struct ListedItem: Sendable, Equatable {
-    var account: String
-    var service: String
-    var label: String
-    var path: String
-    var collectionPath: String
-    var created: Date
-    var modified: Date
-    var size: Int
-    var contentType: String
-    var encryption: Encryption
-    /// For an envelope: the id of the key that sealed it (32 hex digits, not secret).
-    var keyID: String?
-    /// The `xdg:schema` attribute; PingStorage writes `com.pingidentity.PingStorage`.
-    var schema: String?
-    /// The app whose item it is (``AppIdentity/attribute``); nil: no app's.
-    var app: String? = nil
-
-    var json: JSONValue {
-        .object([
-            ("account", .string(account)),
-            ("service", .string(service)),
-            ("app", .string(app)),
-            ("label", .string(label)),
-            ("item", .string(path)),
-            ("collection", .string(collectionPath)),
-            ("created", .date(created)),
-            ("modified", .date(modified)),
-            ("size", .int(size)),
-            ("contentType", .string(contentType)),
-            ("encrypted", .string(encryption.rawValue)),
-            ("keyID", .string(keyID)),
-            ("schema", .string(schema)),
-        ])
-    }
-
-    var human: String {
-        let writer = schema == KeyringCommands.schemaName
-            ? "PingStorage" : "another tool (xdg:schema \(schema ?? "not set"))"
-        return """
-            \(account)
-              service:    \(service)
-              app:        \(AppIdentity.humanText(app))
-              label:      \(label)
-              item:       \(path)
-              created:    \(Timestamp.iso8601(created))
-              modified:   \(Timestamp.iso8601(modified))
-              size:       \(size) bytes (\(contentType))
-              encrypted:  \(encryption.humanText(keyID: keyID))
-              written by: \(writer)
-            """ + "\n\n"
-    }
-}
-
-/// What `list` prints.
-struct ListReport: Sendable, Equatable {
-    /// The collection's object path, or the file keyring's path.
-    var collectionPath: String
-    /// The `--service` filter; nil: PingStorage's items of any service and the default service's items.
-    var service: String?
-    /// The app filter (`--app`, or a sandbox's id); nil: every app's items.
-    var app: String? = nil
-    var items: [ListedItem]
-    /// Where the items are and why (nil only in tests of the rest).
-    var backend: KeychainBackendChoice? = nil
-
-    var json: JSONValue {
-        .object([
-            ("collection", .string(collectionPath)),
-            ("service", .string(service)),
-            ("app", .string(app)),
-            ("backend", backend?.json ?? .null),
-            ("items", .array(items.map(\.json))),
-        ])
-    }
-
-    var human: String {
-        let scope = (service.map { "with service \($0)" }
-            ?? "of PingStorage (any service) or with service \(KeychainConfiguration.defaultService)")
-            + (app.map { " of app \($0)" } ?? "")
-        let count = items.count == 1 ? "1 item" : "\(items.count) items"
-        let header = backend?.humanLine ?? ""
-        guard !items.isEmpty else { return header + "No items \(scope) in \(collectionPath).\n" }
-        return header + "\(count) \(scope) in \(collectionPath):\n\n" + items.map(\.human).joined().dropLast()
-    }
-}
-
 // MARK: - get, save, delete
 
 /// What `get` prints: the stored value, and where it came from.
@@ -182,6 +97,8 @@ struct GetReport: Sendable, Equatable {
     var value: Data
     /// `--raw`: the bytes as stored, unchecked and not decrypted.
     var raw: Bool
+    /// `--text`: plain text, printed as it is with a newline.
+    var text = false
     /// What the stored bytes are (classified before any decryption).
     var encryption: Encryption
     /// For an envelope: the id of the key that sealed it.
@@ -195,13 +112,17 @@ struct GetReport: Sendable, Equatable {
     var backend: KeychainBackendChoice? = nil
 
     /// Human output: the JSON text ending with exactly one newline of its own (one is added
-    /// unless the text already ends with one), or with `--raw` the bytes exactly as stored.
-    var human: Data { raw || value.last == 0x0A ? value : value + Data("\n".utf8) }
+    /// unless the text already ends with one); with `--text` the text and one newline added (what
+    /// `save --text` dropped); with `--raw` the bytes exactly as stored.
+    var human: Data {
+        if raw { return value }
+        return !text && value.last == 0x0A ? value : value + Data("\n".utf8)
+    }
 
-    /// What human output prints on stderr, keeping stdout the value: the `backend:` line, and
-    /// the item's app when ping-keyring chose which app to read as.
+    /// What human output prints on stderr, keeping stdout the value: the item's app when
+    /// ping-keyring chose which app to read as (the `backend:` line is added by the caller).
     var humanNotes: String {
-        (backend?.humanLine ?? "") + (appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : "")
+        appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : ""
     }
 
     /// `value` is the stored JSON value itself, embedded in the document (`encoding` `json`); with
@@ -272,7 +193,7 @@ struct SaveReport: Sendable, Equatable {
     var human: String {
         let encrypted = encryption == .yes
             ? ", encrypted with SecuredKeyEncryptor" + (keyID.map { " (key \($0))" } ?? "") : ""
-        return (backend?.humanLine ?? "") + "Saved \(size) bytes for account '\(account)' (service \(service)"
+        return "Saved \(size) bytes for account '\(account)' (service \(service)"
             + (appWasChosen ? app.map { ", app \($0)" } ?? "" : "") + ")" + (path.map { " in \($0)" } ?? "")
             + encrypted + ".\n"
     }
@@ -300,9 +221,9 @@ struct DeleteReport: Sendable, Equatable {
     }
 
     var human: String {
-        (backend?.humanLine ?? "") + (deleted
+        deleted
             ? "Deleted the item of account '\(account)' (service \(service)\(scope)).\n"
-            : "No item for account '\(account)' (service \(service)\(scope)): nothing to delete.\n")
+            : "No item for account '\(account)' (service \(service)\(scope)): nothing to delete.\n"
     }
 
     /// Whose items were reached, when ping-keyring chose: the app's own and those with no app,

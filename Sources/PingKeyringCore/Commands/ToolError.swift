@@ -10,7 +10,7 @@ import SecretService
 enum ExitCode: Int32, Sendable, CaseIterable {
     /// Success (for `doctor`: every check passed or was skipped).
     case ok = 0
-    /// `get`: the account has no item.
+    /// `get`: the account has no item; `search`, `lookup`: nothing matches.
     case notFound = 1
     /// Bad command line or bad input (unknown option, missing `--account`, stdin not JSON, empty
     /// account).

@@ -72,8 +72,7 @@ struct AccountRules: Sendable {
     /// such attribute: other tools', PingStorage 1.x's) is, and a save makes it the app's.
     func belongsToAccount(_ attributes: [String: String]) -> Bool {
         guard attributes["service"] == service, Self.isOwn(attributes, by: app) else { return false }
-        if let owner = attributes["account"] { return owner == account }
-        return attributes["username"] == account
+        return ItemAccount(attributes)?.name == account
     }
 
     /// Whether an item (or key item) with `attributes` may be used by `app`: it is `app`'s, or no
@@ -91,6 +90,28 @@ struct AccountRules: Sendable {
     /// Deterministic whoever asks, on either store.
     func chosen<Item>(_ items: [Item], for choice: DuplicateChoice, age: (Item) -> ItemAge) -> Item? {
         items.max { age($0).isOlder(than: age($1), for: choice) }
+    }
+}
+
+/// The account an item is for, as ``KeychainStorage`` reads it: its `account` attribute, else (the
+/// items Python keyring and go-keyring write: `service` and `username`, no `account`) its
+/// `username`. The one place this rule is spelled; ping-keyring's `list` shows the items it finds.
+package struct ItemAccount: Sendable, Equatable {
+    /// The account's name.
+    package var name: String
+    /// Whether it comes from `username` because the item has no `account` attribute.
+    package var isFromUsername: Bool
+
+    /// The account of an item with `attributes`; nil when it has neither `account` nor `username`
+    /// (no account's item for KeychainStorage).
+    package init?(_ attributes: [String: String]) {
+        if let account = attributes["account"] {
+            (name, isFromUsername) = (account, false)
+        } else if let username = attributes["username"] {
+            (name, isFromUsername) = (username, true)
+        } else {
+            return nil
+        }
     }
 }
 

@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+@testable import PingKeyringCore
+
+private func usageMessage(_ arguments: [String]) -> String? {
+    do {
+        _ = try ArgumentParser.parse(arguments)
+        return nil
+    } catch {
+        return error.status == .usage ? error.message : nil
+    }
+}
+
+/// secret-tool's and Python keyring's habits: their verbs and positional SERVICE ACCOUNT get
+/// ping-keyring's command line back, never a guess by spelling.
+@Suite("Habits of secret-tool and Python keyring")
+struct HabitTests {
+    @Test func theirVerbsGetTheCommandToType() throws {
+        let set = try #require(usageMessage(["set", "org.example.App", "alice"]))
+        #expect(set.hasPrefix("unknown command 'set'; ping-keyring stores a value read from stdin with 'save': "
+                                  + "echo VALUE | ping-keyring save --text --service org.example.App --account alice"))
+        #expect(!set.contains("did you mean 'get'"), "set is one letter from get, but means save")
+        let store = try #require(usageMessage(["store", "--label=x", "service", "S", "account", "A"]))
+        #expect(store.contains("echo VALUE | ping-keyring save --text --service S --account A"), "secret-tool's pairs")
+        #expect(usageMessage(["clear", "service", "S", "username", "U"])?
+            .contains("'delete' (never another app's): ping-keyring delete --service S --account U") == true)
+        #expect(usageMessage(["del", "S", "A"])?.contains("ping-keyring delete --service S --account A") == true)
+        #expect(usageMessage(["store"])?.contains("save --text --service SERVICE --account ACCOUNT") == true)
+        #expect(usageMessage(["set", "my service", "it's"])?.contains("--service 'my service' --account 'it'\\''s'") == true,
+                "quoted for a shell")
+    }
+
+    @Test func positionalServiceAndAccountGetTheFlags() {
+        #expect(usageMessage(["get", "org.example.App", "alice"]) == "'get' takes the service and account as options, "
+            + "not as words: ping-keyring get --service org.example.App --account alice (see 'ping-keyring get --help')")
+        #expect(usageMessage(["delete", "S", "A"])?.contains("ping-keyring delete --service S --account A") == true)
+        #expect(usageMessage(["save", "S", "A"])?.contains("echo VALUE | ping-keyring save --text --service S --account A")
+                    == true)
+        #expect(usageMessage(["get", "--acount", "A"])?.hasPrefix("unknown option '--acount' for 'get'") == true,
+                "a word after an unknown option is its value, not a positional account")
+    }
+
+    @Test func lookupIsACommandNow() throws {
+        #expect(try ArgumentParser.parse(["lookup", "service", "S", "username", "U"])
+                    == .run(.lookup(attributes: ["service": "S", "username": "U"]), GlobalOptions()))
+        #expect(usageMessage(["lookup", "service"])?.contains("attribute 'service' has no value") == true)
+        #expect(usageMessage(["search", "a", "1", "a", "2"])?.contains("attribute 'a' is given more than once") == true)
+    }
+}
+
+/// Dates an app stores with JSONEncoder's default strategy are seconds since 2001: the reference's
+/// note and `get --help` say so, with an example that is right.
+@Suite("Dates in values")
+struct DatesInValuesTests {
+    @Test func theNoteAndItsExampleAreRight() throws {
+        let reference = try String(contentsOf: packageRoot.appendingPathComponent("docs/ping-keyring.md"), encoding: .utf8)
+        let section = try #require(reference.components(separatedBy: "## Dates in values\n").dropFirst().first?
+            .components(separatedBy: "\n## ").first)
+        // The example: 786240000 seconds after the reference date is 2025-12-01, and the offset to
+        // 1970 it gives is Foundation's.
+        #expect(section.contains("`{\"expiresAt\": 786240000}` is 2025-12-01, not a\ndate in 1994"))
+        #expect(Timestamp.iso8601(Date(timeIntervalSinceReferenceDate: 786_240_000)) == "2025-12-01T00:00:00Z")
+        #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 786_240_000)).hasPrefix("1994-12-01"))
+        #expect(section.contains("add 978307200"))
+        #expect(Date.timeIntervalBetween1970AndReferenceDate == 978_307_200)
+        let help = try #require(CommandTable.command(named: "get")).description
+        #expect(help.contains("seconds since"), "get --help says it too")
+        #expect(Timestamp.iso8601(Date(timeIntervalSinceReferenceDate: 700_000_000)).hasPrefix("2023-03-08"),
+                "get --help's example")
+        #expect(help.contains("700000000 is 2023-03-08"))
+    }
+}
