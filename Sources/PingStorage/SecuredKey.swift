@@ -31,9 +31,9 @@ internal import TPM
 /// afford to block. Nothing inside the package blocks the pool: TPM commands run on a thread of their
 /// own and end for the caller after 10 s (a hung TPM gives nil, not a hang).
 ///
-/// ``SecuredKeyEncryptor`` does not depend on this type: it keeps an AES-256 key in the keyring
-/// and works without a TPM (see <doc:Encryption>). What the TPM binding protects against, and what
-/// not: SECURITY.md.
+/// ``SecuredKeyEncryptor`` binds its AES key to the TPM the same way (ECIES to a TPM key, its own
+/// per key item) when one answers, and works without a TPM (see <doc:Encryption>). What the TPM
+/// binding protects against, and what not: SECURITY.md.
 ///
 /// Thread-safety: `Sendable`; any thread, any number at once (TPM commands are serialized).
 public struct SecuredKey: Sendable {
