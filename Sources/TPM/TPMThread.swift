@@ -41,33 +41,34 @@ package struct TPMError: WaitFailure, Equatable, CustomStringConvertible {
 /// Runs TPM commands one at a time on a dispatch queue of their own (never Swift's cooperative
 /// pool), each with a deadline: a caller waits at most `timeout`, then gets
 /// ``TPMError/Kind/timedOut`` while the command, which tpm2-tss cannot cancel, goes on. While a
-/// command has been running longer than the caller's timeout, later callers fail at once instead
-/// of queueing behind it.
+/// command runs that a caller gave up on (or that has run longer than the caller's timeout), later
+/// callers fail at once instead of queueing behind it; a command whose caller gave up before its
+/// turn came is not started.
 ///
 /// Thread-safety: any thread; ``run(_:timeout:_:)`` blocks the caller's thread until the result or
 /// the deadline, ``run(_:deadline:_:)`` suspends the caller's task instead (the one to use from
 /// Swift concurrency).
 final class TPMThread: Sendable {
     private let queue = DispatchQueue(label: "com.pingidentity.PingStorage.TPM")
-    /// When the command now running started; nil when none runs.
-    private let runningSince = Locked<DispatchTime?>(nil)
+    /// The command now running: when it started, and whether a caller gave up on it; nil when none runs.
+    private let running = Locked<(since: DispatchTime, abandoned: Bool)?>(nil)
 
     /// `body`'s result, or ``TPMError/Kind/timedOut`` after `timeout`.
     func run<Value: Sendable>(
         _ operation: String, timeout: Duration, _ body: @escaping @Sendable () -> Result<Value, TPMError>
     ) -> Result<Value, TPMError> {
-        let nanoseconds = Self.nanoseconds(timeout)
         if let stuck = stuck(operation, timeout: timeout) { return .failure(stuck) }
         let result = Locked<Result<Value, TPMError>?>(nil)
+        let gaveUp = Locked(false)
         let done = DispatchSemaphore(value: 0)
-        queue.async { [runningSince] in
-            runningSince.withLock { $0 = .now() }
-            let value = body()
-            runningSince.withLock { $0 = nil }
-            result.withLock { $0 = value }
+        queue.async { [self] in
+            guard !gaveUp.withLock({ $0 }) else { return }
+            result.withLock { $0 = execute(body) }
             done.signal()
         }
-        guard done.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success, let value = result.withLock({ $0 }) else {
+        guard done.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) == .success, let value = result.withLock({ $0 }) else {
+            gaveUp.withLock { $0 = true }
+            abandon()
             return .failure(.timedOut(operation, after: timeout))
         }
         return value
@@ -81,25 +82,38 @@ final class TPMThread: Sendable {
     ) async -> Result<Value, TPMError> {
         if let stuck = stuck(operation, timeout: deadline.timeout) { return .failure(stuck) }
         let wait = OneShot<Value, TPMError>(operation: operation, deadline: deadline, timekeeper: .light)
-        return await wait.wait { [queue, runningSince] wait in
-            queue.async {
+        let result = await wait.wait { [self] wait in
+            queue.async { [self] in
                 // Ended already (deadline, cancellation) before its turn came: not started.
                 guard !wait.hasEnded else { return }
-                runningSince.withLock { $0 = .now() }
-                let value = body()
-                runningSince.withLock { $0 = nil }
-                wait.finish(value)
+                wait.finish(execute(body))
             }
         }
+        if case .failure(let error) = result, error.kind == .timedOut { abandon() }
+        return result
     }
 
-    /// A failure at once when the command now running has run longer than `timeout`: later callers
-    /// do not queue behind a hung TPM.
+    /// Runs `body` on the queue, recording that it runs.
+    private func execute<Value>(_ body: () -> Result<Value, TPMError>) -> Result<Value, TPMError> {
+        running.withLock { $0 = (.now(), false) }
+        defer { running.withLock { $0 = nil } }
+        return body()
+    }
+
+    /// A caller gave up waiting: the command now running (if any) is taken as hung.
+    private func abandon() {
+        running.withLock { $0?.abandoned = true }
+    }
+
+    /// A failure at once when the command now running was given up on, or has run longer than
+    /// `timeout`: later callers do not queue behind a hung TPM.
     private func stuck(_ operation: String, timeout: Duration) -> TPMError? {
-        guard let since = runningSince.withLock({ $0 }),
-              DispatchTime.now().uptimeNanoseconds - since.uptimeNanoseconds > Self.nanoseconds(timeout) else { return nil }
-        return TPMError(.timedOut, "cannot \(operation): the TPM has not answered an earlier command for more than \(timeout); "
-                        + "it may be hung or very busy (try again later)")
+        guard let now = running.withLock({ $0 }),
+              now.abandoned || DispatchTime.now().uptimeNanoseconds - now.since.uptimeNanoseconds > Self.nanoseconds(timeout) else {
+            return nil
+        }
+        return TPMError(.timedOut, "cannot \(operation): the TPM has not answered an earlier command (a caller gave up after its "
+                        + "deadline); it may be hung or very busy (try again later)")
     }
 
     private static func nanoseconds(_ duration: Duration) -> UInt64 {
