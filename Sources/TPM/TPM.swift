@@ -52,8 +52,13 @@ package enum TPM {
 
     /// ``isAvailable()`` without blocking a thread: the caller's task waits, by `deadline` at most.
     package static func isAvailable(by deadline: Deadline) async -> Bool {
-        if case .success = await run("reach the TPM", by: deadline, { _ in .success(()) }) { return true }
+        if case .success = await reach(by: deadline) { return true }
         return false
+    }
+
+    /// Whether a TPM answers, and if not why (no connection, and which was tried; no answer).
+    package static func reach(by deadline: Deadline) async -> Result<Void, TPMError> {
+        await run("reach the TPM", by: deadline, { _ in .success(()) })
     }
 
     /// Creates a P-256 decryption key in the TPM under the owner hierarchy's primary key and

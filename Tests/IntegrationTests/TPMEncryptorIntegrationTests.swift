@@ -69,9 +69,18 @@ extension Integration {
             let saved = try Self.probe(app, ["save", account, "token"])
             #expect(saved.status == 0, "\(saved.stderr)")
             let stored = try #require(try SecretTool.lookup(item))
-            #expect(try Self.keys(of: app).first?.storedAttributes["key-binding"] == "tpm")
+            let key = try #require(try Self.keys(of: app).first)
+            #expect(key.storedAttributes["key-binding"] == "tpm")
+            let doctor = try pingKeyring(["doctor"])
+            #expect(doctor.status == 0 && doctor.output.contains("\nok    key binding        bound: key "), "\(doctor.output)")
 
             try Harness.ctl("tpm-reset")   // new seeds, as after tpm2_clear
+
+            // The doctor says which keys the TPM no longer opens, and what to do.
+            let cleared = try pingKeyring(["doctor"])
+            #expect(cleared.status == 4, "\(cleared.output)")
+            let line = try #require(cleared.output.split(separator: "\n").first { $0.hasPrefix("FAIL  key binding ") }, "\(cleared.output)")
+            #expect(line.contains(key.storedAttributes["key-id"] ?? "?") && line.contains("TPM was cleared"), "\(line)")
 
             let read = try Self.probe(app, ["get", account])
             #expect(read.status == 4, "an EncryptorError, not garbage and not 'no item': \(read.stderr)")
