@@ -34,19 +34,22 @@ extension SecretServiceStore {
 
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
         let calls = self.calls.ending(by: deadline)
-        let found = try await run { () async throws(SecretServiceError) -> (SecretItemInfo, Data)? in
+        // The one reference to the secret's bytes, so that the wipe reaches them (not a copy).
+        var bytes = Data()
+        defer { bytes.wipe() }
+        let info = try await run { () async throws(SecretServiceError) -> SecretItemInfo? in
             let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, "key-id": id.hexString], in: keyCollection)
             for path in found.all {
                 let info = try await calls.itemInfo(path)
                 // Another app's key item is never used, even under an id an envelope names.
-                if AccountRules.isOwn(info.attributes, by: app) { return (info, try await secret(of: info, calls, foundAt: found.changeToken)) }
+                guard AccountRules.isOwn(info.attributes, by: app) else { continue }
+                bytes = try await secret(of: info, calls, foundAt: found.changeToken)
+                return info
             }
             return nil
         }
-        guard let found else { return nil }
-        var bytes = found.1
-        defer { bytes.wipe() }
-        return try await KeyVault.openedKey(bytes, attributes: found.0.attributes, by: deadline)
+        guard let info else { return nil }
+        return try await KeyVault.openedKey(bytes, attributes: info.attributes, by: deadline)
     }
 
     /// While nothing but our own account items was created since the key item was found
@@ -56,16 +59,17 @@ extension SecretServiceStore {
     func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
         if let item = knownKeys.withLock({ $0[id] }), keysUnchanged(since: item.token) {
             let calls = self.calls.ending(by: deadline)
-            var bytes: Data?
+            var bytes = Data(), found = false
+            defer { bytes.wipe() }
             do {
                 bytes = try await calls.secret(of: item.path).value.bytes
+                found = true
             } catch where error.code == .itemNotFound {
                 // Deleted since: the search below says so.
             } catch {
                 throw StorageFailure(error)
             }
-            if var bytes {
-                defer { bytes.wipe() }
+            if found {
                 var attributes = ["key-id": id.hexString]
                 attributes["key-check"] = item.checkValue
                 let checked = try await KeyVault.openedKey(bytes, attributes: attributes, by: deadline)
