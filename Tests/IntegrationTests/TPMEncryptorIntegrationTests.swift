@@ -1,6 +1,9 @@
+import FileKeyring
 import Foundation
-import PingStorage
+@testable import PingStorage
+import PingStorageCrypto
 import Testing
+import TPM
 
 extension Integration {
     /// SecuredKeyEncryptor's keys bound to a real TPM 2.0 (swtpm behind tpm2-abrmd,
@@ -110,6 +113,59 @@ extension Integration {
             #expect(result.output == "roundtrip=true\ntss-mapped=\(hasTPM)\n", "\(result.stderr)")
             let key = try #require(try Self.keys(of: app).first)
             #expect(key.storedAttributes["key-binding"] == (hasTPM ? "tpm" : nil))
+        }
+
+        /// The file keyring (a Flatpak app given the TPM with `--device=all`) keeps a bound key too,
+        /// and passes over a bound key this TPM refuses: an older key whose TPM blob does not load
+        /// (its private area changed, as another TPM's or a cleared one's fails: TPM_RC_INTEGRITY)
+        /// is not chosen for new data, and what it sealed fails with tpmCleared.
+        @Test func aFileKeyringKeepsABoundKeyAndPassesOverOneThisTPMRefuses() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tpm-file-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let path = directory + "/keyrings/default.keyring", app = "org.example.FileBound"
+            let configuration = KeychainConfiguration(service: "tpm-file", backend: .fileKeyring(path: path), app: app)
+            var secret: [UInt8] = Array(0..<64)
+            try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &secret)
+            let keyring = try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: Array(0..<64)))
+            func storage(_ account: String, _ encryptor: any Encryptor) -> KeychainStorage<String> {
+                KeychainStorage(account: account, encryptor: encryptor, configuration: configuration)
+            }
+
+            try await storage("first", try #require(SecuredKeyEncryptor(configuration: configuration))).save(item: "first")
+            let bound = try #require(try keyring.items().first { $0.attributes["xdg:schema"] == KeyVault.schema })
+            #expect(bound.attributes[BoundKey.attribute] == BoundKey.tpm)
+            let boundBytes = bound.secret.withUnsafeBytes { Data($0) }
+            #expect(BoundKey.isBound(bytes: boundBytes))
+
+            // An older bound key the TPM refuses, and an item it sealed.
+            let (blob, wrapped) = try #require(BoundKey.decode([UInt8](boundBytes)))
+            var privateArea = blob.privateArea
+            privateArea[privateArea.count - 1] ^= 0x01
+            let refused = Data(BoundKey.encode(TPMKeyBlob(publicArea: blob.publicArea, privateArea: privateArea)) + wrapped)
+            let refusedID = String(repeating: "0f", count: 16)
+            let envelope = try Envelope.seal(Data("\"lost\"".utf8), key: SymmetricKey.generate(), keyID: #require(KeyID(hexString: refusedID)),
+                                             associatedData: Data())
+            try keyring.modify { items in
+                items.append(FileKeyringItem(label: KeyVault.label, attributes: ["xdg:schema": KeyVault.schema, "key-id": refusedID,
+                                                                                 BoundKey.attribute: BoundKey.tpm, AppIdentity.attribute: app],
+                                             secret: FileKeyringSecret(copying: refused), created: bound.created - 100))
+                items.append(FileKeyringItem(label: "old", attributes: ["service": "tpm-file", "account": "old", "username": "old",
+                                                                        "xdg:schema": "com.pingidentity.PingStorage", AppIdentity.attribute: app],
+                                             secret: FileKeyringSecret(copying: envelope)))
+            }
+
+            // A fresh vault (another process) chooses again: the refused key is passed over.
+            let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(keyring), app: app),
+                                                                          binding: .tpmWhenAvailable)))
+            try await storage("second", fresh).save(item: "second")
+            let second = try #require(try keyring.items().first { $0.attributes["account"] == "second" })
+            #expect(try second.secret.withUnsafeBytes { try Envelope.header(of: Data($0)) }.keyID.hexString == bound.attributes["key-id"],
+                    "new data is sealed with the key the TPM opens")
+            #expect(try keyring.items().filter { $0.attributes["xdg:schema"] == KeyVault.schema }.count == 2, "no third key")
+            await #expect { try await storage("old", fresh).get() } throws: { error in
+                guard let error = error as? EncryptorError, case .tpmCleared = error.reason else { return false }
+                return true
+            }
         }
     }
 }
