@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "CTPM"),
         // The Swift layer over CTPM: which connection (TCTI) to use, and every TPM command on a
         // thread of its own with a deadline. No key storage, no Ping names.
-        .target(name: "TPM", dependencies: ["CTPM", "CGLib", "Gcrypt", "Locking"]),
+        .target(name: "TPM", dependencies: ["CTPM", "CGLib", "Gcrypt", "Locking", "Waiting"]),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
         .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"]),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.

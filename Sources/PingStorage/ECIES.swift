@@ -70,6 +70,12 @@ enum ECIES {
     /// nil when the data is too short, `agree` fails, or the tag does not verify (another key,
     /// changed data, another variant).
     static func open(_ data: Data, variant: Variant, agree: ([UInt8]) -> SecretBytes?) -> Data? {
+        openSecret(data, variant: variant, agree: agree)?.withUnsafeBytes { Data($0) }
+    }
+
+    /// ``open(_:variant:agree:)`` into secret memory (locked, wiped when released): for plaintexts
+    /// that are keys.
+    static func openSecret(_ data: Data, variant: Variant, agree: ([UInt8]) -> SecretBytes?) -> SecretBytes? {
         let bytes = [UInt8](data)
         guard bytes.count >= ephemeralKeyByteCount + tagByteCount, bytes[0] == 0x04 else { return nil }
         let ephemeral = Array(bytes[..<ephemeralKeyByteCount])
@@ -86,7 +92,7 @@ enum ECIES {
                 }
             }
         }) else { return nil }
-        return plaintext.withUnsafeBytes { Data($0) }
+        return plaintext
     }
 
     /// X9.63 KDF with SHA-256 over Z with the ephemeral public key as shared info: the AES-128 key

@@ -55,6 +55,12 @@ public enum EncryptorError: LocalizedError, Sendable, Hashable {
         case unsupportedFormat(String)
         /// The cryptographic library failed (libgcrypt unusable). The message says how.
         case cryptoFailure(String)
+        /// The key the data was encrypted with is bound to a TPM that cannot open it: this
+        /// machine's TPM was cleared (`tpm2_clear`, a firmware reset) or replaced, or the keyring
+        /// was copied from another machine. The data is lost, as on a new phone: fetch it again
+        /// (sign in again); saving a new value works (with a new key). The message names the key
+        /// id. The stored item is left unchanged.
+        case tpmCleared(String)
 
         /// What happened, for a person; nil for ``unspecified``.
         public var message: String? {
@@ -63,7 +69,8 @@ public enum EncryptorError: LocalizedError, Sendable, Hashable {
             case .authenticationFailed:
                 "the stored bytes were changed, or were copied from another item (encrypted data is bound to its "
                     + "service and account). The item was left unchanged."
-            case .keyNotFound(let message), .unsupportedFormat(let message), .cryptoFailure(let message): message
+            case .keyNotFound(let message), .unsupportedFormat(let message), .cryptoFailure(let message), .tpmCleared(let message):
+                message
             }
         }
     }
@@ -88,7 +95,7 @@ public enum EncryptorError: LocalizedError, Sendable, Hashable {
     /// What went wrong, for a person (the iOS SDK's property).
     public var errorMessage: String {
         switch (self, reason) {
-        case (_, .keyNotFound(let message)), (_, .unsupportedFormat(let message)): message
+        case (_, .keyNotFound(let message)), (_, .unsupportedFormat(let message)), (_, .tpmCleared(let message)): message
         case (.failedToEncrypt, _): "Failed to encrypt data" + (reason.message.map { ": \($0)" } ?? "")
         case (.failedToDecrypt, _): "Failed to decrypt data" + (reason.message.map { ": \($0)" } ?? "")
         }
@@ -97,11 +104,12 @@ public enum EncryptorError: LocalizedError, Sendable, Hashable {
     /// Same as ``errorMessage``, so `localizedDescription` is useful too.
     public var errorDescription: String? { errorMessage }
 
-    /// The name logs and ping-keyring use: `keyNotFound` and `unsupportedFormat` by their reason,
-    /// otherwise the case's (`failedToEncrypt`, `failedToDecrypt`).
+    /// The name logs and ping-keyring use: `keyNotFound`, `unsupportedFormat` and `tpmCleared` by
+    /// their reason, otherwise the case's (`failedToEncrypt`, `failedToDecrypt`).
     public var kind: String {
         switch (self, reason) {
         case (_, .keyNotFound): "keyNotFound"
+        case (_, .tpmCleared): "tpmCleared"
         case (_, .unsupportedFormat): "unsupportedFormat"
         case (.failedToEncrypt, _): "failedToEncrypt"
         case (.failedToDecrypt, _): "failedToDecrypt"

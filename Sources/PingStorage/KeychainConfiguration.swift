@@ -31,6 +31,12 @@ public struct KeychainConfiguration: Sendable, Hashable {
     /// that give the same value share their items on purpose (iOS's access group).
     public var app: String?
 
+    /// Whether ``SecuredKeyEncryptor``'s keys are bound to this machine's TPM 2.0. Default
+    /// ``KeyBinding/tpmWhenAvailable``: bound when a TPM answers, as the iOS SDK's keys are bound
+    /// to the Secure Enclave; ``KeyBinding/none`` for data that must survive a cleared TPM or a move
+    /// to another machine (see <doc:Encryption> for the trade-off).
+    public var keyBinding: KeyBinding
+
     /// The identity the items are scoped by: ``app`` when given, else the process's.
     public var appIdentity: AppIdentity {
         app.map { AppIdentity(id: $0, source: .setByApp) } ?? AppIdentity.current
@@ -65,9 +71,11 @@ public struct KeychainConfiguration: Sendable, Hashable {
         allowsPlainTransport: Bool = false,
         bus: BusAddress = .session,
         backend: Backend = .automatic,
-        app: String? = nil
+        app: String? = nil,
+        keyBinding: KeyBinding = .tpmWhenAvailable
     ) {
         self.service = service
+        self.keyBinding = keyBinding
         self.app = app
         self.collection = collection ?? Self.collectionFromEnvironment() ?? .default
         self.options = .init(timeout: timeout, allowsPrompts: allowsPrompts, allowsPlainTransport: allowsPlainTransport)

@@ -29,11 +29,13 @@ internal import TPM
 /// ``init(applicationTag:)`` also for the keyring. Do not call it from the main thread of a UI or
 /// from Swift concurrency's pool in a loop: wrap it in your own thread or a detached task you can
 /// afford to block. Nothing inside the package blocks the pool: TPM commands run on a thread of their
-/// own and end for the caller after 10 s (a hung TPM gives nil, not a hang).
+/// own and end for the caller after 10 s (a hung TPM gives nil, not a hang), and the keyring work a
+/// call waits for runs on an executor of its own, so calls from tasks that block every pool thread
+/// still end.
 ///
-/// ``SecuredKeyEncryptor`` does not depend on this type: it keeps an AES-256 key in the keyring
-/// and works without a TPM (see <doc:Encryption>). What the TPM binding protects against, and what
-/// not: SECURITY.md.
+/// ``SecuredKeyEncryptor`` binds its AES key to the TPM the same way (ECIES to a TPM key, its own
+/// per key item) when one answers, and works without a TPM (see <doc:Encryption>). What the TPM
+/// binding protects against, and what not: SECURITY.md.
 ///
 /// Thread-safety: `Sendable`; any thread, any number at once (TPM commands are serialized).
 public struct SecuredKey: Sendable {

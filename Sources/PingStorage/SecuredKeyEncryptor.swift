@@ -20,6 +20,14 @@ import PingStorageCrypto
 /// - The key is 256 random bits from libgcrypt's CSPRNG, stored as its own item (attributes
 ///   `xdg:schema` = `com.pingidentity.PingStorage.SecuredKey` and `key-id`), loaded or created on
 ///   first use — never in `init` — cached in memory and wiped when released.
+/// - **Bound to the machine's TPM 2.0 when one answers** (``KeychainConfiguration/keyBinding``,
+///   default ``KeychainConfiguration/KeyBinding/tpmWhenAvailable``): the key item then holds the
+///   key wrapped (ECIES, as ``SecuredKey``) to a P-256 key created in the TPM, and attribute
+///   `key-binding` = `tpm`; a copy of the keyring does not open it elsewhere. Opening it costs one
+///   TPM command per key and process. Items sealed before with an unbound key stay readable and
+///   move to the bound key on their next save. After the TPM is cleared (or on another machine)
+///   they fail with ``EncryptorError/Reason/tpmCleared(_:)``: sign in again. Without a TPM (or in a
+///   Flatpak sandbox without the device) the key is unbound, as before; tpm2-tss is not loaded.
 /// - Several processes creating the key at once all end up able to decrypt everything any of
 ///   them wrote: a key is never replaced or deleted, every envelope names its key, and all
 ///   processes settle on the same key for new data (the oldest).
@@ -27,8 +35,8 @@ import PingStorageCrypto
 ///   ``EncryptorError/failedToDecrypt(_:)`` with ``EncryptorError/Reason/keyNotFound(_:)``; the
 ///   item stays in the keyring, and new saves still work (with a new key).
 ///
-/// What it protects against, and what not: see <doc:Encryption> — any process of
-/// the same user can ask the Secret Service for the key.
+/// What it protects against, and what not: see <doc:Encryption> — any process of the same user
+/// can ask the Secret Service for the key item, and, where it is bound, the TPM to open it.
 ///
 /// Thread-safety: safe from any task; instances with the same configuration share keys.
 public struct SecuredKeyEncryptor: ContextualEncryptor {
@@ -63,8 +71,8 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
 
     /// Decrypts what ``encrypt(data:)`` produced.
     /// - Throws: ``EncryptorError/failedToDecrypt(_:)`` (reasons `authenticationFailed`,
-    ///   `keyNotFound`, `unsupportedFormat`), or ``KeychainError/unableToRetrieve(_:)`` when the
-    ///   keyring cannot be read.
+    ///   `keyNotFound`, `tpmCleared`, `unsupportedFormat`), or ``KeychainError/unableToRetrieve(_:)``
+    ///   when the keyring (or the TPM a bound key needs) cannot be used now.
     public func decrypt(data: Data) async throws -> Data {
         try await open(data, associatedData: Self.unboundAssociatedData)
     }

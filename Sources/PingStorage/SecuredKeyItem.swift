@@ -3,9 +3,8 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Dispatch
-import Locking
 import SecretService
+import Waiting
 internal import TPM
 
 /// Where ``SecuredKey`` keeps its TPM key's blobs: one keyring item per application tag, of the
@@ -75,21 +74,12 @@ struct SecuredKeyItem: Sendable {
         return TPMKeyBlob(publicArea: publicArea, privateArea: privateArea)
     }
 
-    /// Runs `body` (async keyring work) in a task and blocks the calling thread until it ends or
-    /// `backstop` passes: SecuredKey's API is synchronous, as iOS's SecItem calls are. The task
-    /// runs on Swift's pool; only the caller's thread waits.
-    private static func blocking<Value: Sendable>(_ backstop: Duration, _ body: @escaping @Sendable () async throws -> Value) throws -> Value {
-        let outcome = Locked<Result<Value, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let task = Task {
-            let result: Result<Value, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        let seconds = Double(backstop.components.seconds) + Double(backstop.components.attoseconds) / 1e18
-        guard done.wait(timeout: .now() + seconds) == .success, let result = outcome.withLock({ $0 }) else {
-            task.cancel()
+    /// Runs `body` (async keyring work) and blocks the calling thread until it ends or `backstop`
+    /// passes: SecuredKey's API is synchronous, as iOS's SecItem calls are. The work runs on
+    /// ``BlockingBridge``'s own executor, not on Swift's pool: callers blocking every pool thread
+    /// (SecuredKey called from tasks) cannot starve it.
+    static func blocking<Value: Sendable>(_ backstop: Duration, _ body: @escaping @Sendable () async throws -> Value) throws -> Value {
+        guard let result = BlockingBridge.run(backstop: backstop, body) else {
             throw KeychainError.unableToRetrieve(.timedOut(.init(message:
                 "The keyring did not answer within \(backstop) while SecuredKey read or wrote its key item.")))
         }

@@ -49,6 +49,13 @@ public struct SymmetricKey: Sendable, CustomStringConvertible, CustomDebugString
         self.init(storage: SecretBytes(copying: data))
     }
 
+    /// A key over `secret` itself (no copy), e.g. the key a TPM-bound key item unwrapped to.
+    /// - Throws: ``EnvelopeError/invalidKeyLength(_:)`` when `secret` is not 32 bytes long.
+    package init(secret: SecretBytes) throws {
+        guard secret.count == Self.byteCount else { throw EnvelopeError.invalidKeyLength(secret.count) }
+        self.init(storage: secret)
+    }
+
     /// Calls `body` with the key's 32 bytes. The pointer is valid only inside `body`; do not copy
     /// the bytes anywhere that is not wiped afterwards.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

@@ -5,6 +5,7 @@ internal import CGLib
 internal import CTPM
 import Gcrypt
 import Locking
+import Waiting
 
 /// A TPM key's two blobs as the TPM gave them: its public area and its private area, wrapped
 /// (encrypted and integrity-protected) by the TPM under the owner hierarchy's primary key. Neither
@@ -49,45 +50,84 @@ package enum TPM {
         return false
     }
 
+    /// ``isAvailable()`` without blocking a thread: the caller's task waits, by `deadline` at most.
+    package static func isAvailable(by deadline: Deadline) async -> Bool {
+        if case .success = await reach(by: deadline) { return true }
+        return false
+    }
+
+    /// Whether a TPM answers, and if not why (no connection, and which was tried; no answer).
+    package static func reach(by deadline: Deadline) async -> Result<Void, TPMError> {
+        await run("reach the TPM", by: deadline, { _ in .success(()) })
+    }
+
     /// Creates a P-256 decryption key in the TPM under the owner hierarchy's primary key and
     /// returns its blobs. The private key never leaves the TPM in the clear.
     package static func createKey() -> Result<TPMKeyBlob, TPMError> {
-        run("create a key in the TPM") { connection in
-            var publicArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_CAPACITY))
-            var privateArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_CAPACITY))
-            var publicLength = 0, privateLength = 0
-            let rc = ctpm_create_key(connection, &publicArea, &publicLength, &privateArea, &privateLength)
-            guard rc == CTPM_OK else { return .failure(failure("create a key in the TPM", rc)) }
-            return .success(TPMKeyBlob(publicArea: Array(publicArea[..<publicLength]), privateArea: Array(privateArea[..<privateLength])))
-        }
+        run("create a key in the TPM", create)
     }
 
-    /// The uncompressed public point of the key of `blob`, after the TPM loaded it: fails when
-    /// this TPM did not make the blob (another machine's, a cleared or replaced TPM).
+    /// ``createKey()``, suspending the caller's task instead of blocking its thread.
+    package static func createKey(by deadline: Deadline) async -> Result<TPMKeyBlob, TPMError> {
+        await run("create a key in the TPM", by: deadline, create)
+    }
+
+    /// The uncompressed public point of the key of `blob`, after the TPM loaded it: fails
+    /// (``TPMError/Kind/foreignKey``) when this TPM did not make the blob (another machine's, a
+    /// cleared or replaced TPM).
     package static func publicPoint(of blob: TPMKeyBlob) -> Result<[UInt8], TPMError> {
-        run("load the key into the TPM") { connection in
-            var point = [UInt8](repeating: 0, count: Int(CTPM_P256_POINT_BYTES))
-            let rc = ctpm_public_point(connection, blob.publicArea, blob.publicArea.count, blob.privateArea, blob.privateArea.count, &point)
-            guard rc == CTPM_OK else { return .failure(failure("load the key into the TPM", rc)) }
-            return .success(point)
-        }
+        run("load the key into the TPM") { point(of: blob, $0) }
+    }
+
+    /// ``publicPoint(of:)``, suspending the caller's task instead of blocking its thread.
+    package static func publicPoint(of blob: TPMKeyBlob, by deadline: Deadline) async -> Result<[UInt8], TPMError> {
+        await run("load the key into the TPM", by: deadline) { point(of: blob, $0) }
     }
 
     /// TPM2_ECDH_ZGen: the x-coordinate of `peer` (uncompressed, 65 bytes) multiplied by the
-    /// private key of `blob` inside the TPM, in secret memory.
+    /// private key of `blob` inside the TPM, in secret memory. Fails with
+    /// ``TPMError/Kind/foreignKey`` when this TPM did not make the blob.
     package static func sharedX(_ blob: TPMKeyBlob, peer: [UInt8]) -> Result<SecretBytes, TPMError> {
-        guard peer.count == Int(CTPM_P256_POINT_BYTES) else {
-            return .failure(TPMError(.failed, "an ECDH point must be \(CTPM_P256_POINT_BYTES) bytes, not \(peer.count)"))
+        guard peer.count == Int(CTPM_P256_POINT_BYTES) else { return .failure(badPeer(peer)) }
+        return run("compute an ECDH secret in the TPM") { zgen(blob, peer, $0) }
+    }
+
+    /// ``sharedX(_:peer:)``, suspending the caller's task instead of blocking its thread.
+    package static func sharedX(_ blob: TPMKeyBlob, peer: [UInt8], by deadline: Deadline) async -> Result<SecretBytes, TPMError> {
+        guard peer.count == Int(CTPM_P256_POINT_BYTES) else { return .failure(badPeer(peer)) }
+        return await run("compute an ECDH secret in the TPM", by: deadline) { zgen(blob, peer, $0) }
+    }
+
+    // MARK: The commands, on the TPM thread
+
+    @Sendable private static func create(_ connection: OpaquePointer) -> Result<TPMKeyBlob, TPMError> {
+        var publicArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_CAPACITY))
+        var privateArea = [UInt8](repeating: 0, count: Int(CTPM_BLOB_CAPACITY))
+        var publicLength = 0, privateLength = 0
+        let rc = ctpm_create_key(connection, &publicArea, &publicLength, &privateArea, &privateLength)
+        guard rc == CTPM_OK else { return .failure(failure("create a key in the TPM", rc)) }
+        return .success(TPMKeyBlob(publicArea: Array(publicArea[..<publicLength]), privateArea: Array(privateArea[..<privateLength])))
+    }
+
+    private static func point(of blob: TPMKeyBlob, _ connection: OpaquePointer) -> Result<[UInt8], TPMError> {
+        var point = [UInt8](repeating: 0, count: Int(CTPM_P256_POINT_BYTES))
+        let rc = ctpm_public_point(connection, blob.publicArea, blob.publicArea.count, blob.privateArea, blob.privateArea.count, &point)
+        guard rc == CTPM_OK else { return .failure(failure("load the key into the TPM", rc)) }
+        return .success(point)
+    }
+
+    private static func zgen(_ blob: TPMKeyBlob, _ peer: [UInt8], _ connection: OpaquePointer) -> Result<SecretBytes, TPMError> {
+        var rc = CTPM_OK
+        let shared = SecretBytes(count: Int(CTPM_P256_COORDINATE_BYTES)) { (buffer: UnsafeMutableRawBufferPointer) in
+            rc = ctpm_ecdh_zgen(connection, blob.publicArea, blob.publicArea.count, blob.privateArea, blob.privateArea.count,
+                                peer, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
-        return run("compute an ECDH secret in the TPM") { connection in
-            var rc = CTPM_OK
-            let shared = SecretBytes(count: Int(CTPM_P256_COORDINATE_BYTES)) { (buffer: UnsafeMutableRawBufferPointer) in
-                rc = ctpm_ecdh_zgen(connection, blob.publicArea, blob.publicArea.count, blob.privateArea, blob.privateArea.count,
-                                    peer, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-            guard rc == CTPM_OK else { return .failure(failure("compute an ECDH secret in the TPM", rc)) }
-            return .success(shared)
-        }
+        guard rc == CTPM_OK else { return .failure(failure("compute an ECDH secret in the TPM", rc)) }
+        return .success(shared)
+    }
+
+    private static func badPeer(_ peer: [UInt8]) -> TPMError {
+        TPMError(.failed, "an ECDH point must be \(CTPM_P256_POINT_BYTES) bytes, not \(peer.count)")
     }
 
     /// Chooses the connection, loads tpm2-tss for it (once), opens it, checks that the TPM answers,
@@ -96,6 +136,16 @@ package enum TPM {
         _ operation: String, _ body: @escaping @Sendable (OpaquePointer) -> Result<Value, TPMError>
     ) -> Result<Value, TPMError> {
         thread.run(operation, timeout: timeout) {
+            withPrivateMainContext { connected(operation, body) }
+        }
+    }
+
+    /// ``run(_:_:)`` for a caller in Swift concurrency: its task is suspended, not its thread, until
+    /// the result, `deadline` or ``timeout`` (whichever comes first), or its cancellation.
+    private static func run<Value: Sendable>(
+        _ operation: String, by deadline: Deadline, _ body: @escaping @Sendable (OpaquePointer) -> Result<Value, TPMError>
+    ) async -> Result<Value, TPMError> {
+        await thread.run(operation, deadline: min(deadline, Deadline(timeout: timeout))) {
             withPrivateMainContext { connected(operation, body) }
         }
     }
@@ -144,7 +194,14 @@ package enum TPM {
     }
 
     private static func failure(_ operation: String, _ rc: UInt32) -> TPMError {
-        TPMError(.failed, "cannot \(operation): \(describe(rc))")
+        TPMError(isForeignKey(rc) ? .foreignKey : .failed, "cannot \(operation): \(describe(rc))")
+    }
+
+    /// Whether `rc` is the TPM's TPM_RC_INTEGRITY (format 1, error 0x1F, whatever parameter it
+    /// names), as TPM2_Load answers for a private blob its parent (this TPM's storage primary key,
+    /// from the owner seed) did not wrap. A response code of the TPM itself has no layer byte.
+    package static func isForeignKey(_ rc: UInt32) -> Bool {
+        rc & 0xFFFF_F000 == 0 && rc & 0x80 != 0 && rc & 0x3F == 0x1F
     }
 
     private static func describe(_ rc: UInt32) -> String {

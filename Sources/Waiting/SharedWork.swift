@@ -35,7 +35,9 @@ package final class SharedWork<Value: Sendable, Failure: WaitFailure>: Sendable 
                 return !state.running
             }
             if start {
-                Task { [self] in
+                // The caller's executor preference, when it has one (BlockingBridge): the run must
+                // not need a thread of the pool its callers may all be blocking.
+                Task(executorPreference: BlockingBridge.preferredExecutor) { [self] in
                     let result: Result<Value, Failure>
                     do throws(Failure) { result = .success(try await work(deadline)) } catch { result = .failure(error) }
                     let waiters = state.withLock { state -> [OneShot<Value, Failure>] in

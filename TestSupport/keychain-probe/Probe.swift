@@ -17,8 +17,10 @@
 //                                          slow in-memory store; prints "contended" and the process's
 //                                          threads (ContendedMemory.swift)
 // Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
-// (SecuredKeyEncryptor), --allow-plain (accept an unencrypted transport session).
-// Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind).
+// (SecuredKeyEncryptor), --unbound (its keys never bound to the TPM: keyBinding .none), --allow-plain
+// (accept an unencrypted transport session).
+// Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind); exit 4, stderr
+// "error: encryptor: KIND: message" for an EncryptorError (KIND is its kind).
 import Foundation
 import PingStorage
 import SecretService
@@ -56,6 +58,7 @@ struct Probe {
             case "--timeout-ms": configuration.timeout = .milliseconds(Int(take(&arguments)) ?? 25_000)
             case "--no-prompt": configuration.allowsPrompts = false
             case "--encrypt": encrypt = true
+            case "--unbound": configuration.keyBinding = .none
             case "--allow-plain": configuration.allowsPlainTransport = true
             default: usage()
             }
@@ -92,7 +95,7 @@ struct Probe {
             FileHandle.standardError.write(Data("error: \(error.kind): \(error.errorMessage)\n".utf8))
             exit(3)
         } catch let error as EncryptorError {
-            FileHandle.standardError.write(Data("error: encryptor: \(error.errorMessage)\n".utf8))
+            FileHandle.standardError.write(Data("error: encryptor: \(error.kind): \(error.errorMessage)\n".utf8))
             exit(4)
         } catch {
             FileHandle.standardError.write(Data("error: other: \(error)\n".utf8))
@@ -164,7 +167,7 @@ struct Probe {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] get|save|delete|hammer|mixed ACCOUNT [VALUE | PREFIX N | ACCOUNTS N SEED]\n".utf8))
+        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] [--unbound] get|save|delete|hammer|mixed ACCOUNT [VALUE | PREFIX N | ACCOUNTS N SEED]\n".utf8))
         exit(2)
     }
 }

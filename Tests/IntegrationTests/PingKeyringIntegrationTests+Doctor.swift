@@ -22,6 +22,9 @@ extension Integration.PingKeyring {
         #expect(lines.contains { $0.hasPrefix("ok    write/read/delete ") })
         #expect(lines.contains { $0.hasPrefix("ok    encryption key ")
             && ($0.contains(" present (id") || $0.contains("no key yet: one is created on the first encrypted save")) })
+        // Without a TPM the keys are not bound, and the doctor says why; with one (`--tpm`), they are or will be.
+        #expect(lines.contains { $0.hasPrefix(Harness.hasTPM ? "ok    key binding        " : "ok    key binding        not bound: no TPM") },
+                "\(lines)")
         #expect(lines.last == "All checks passed.")
         #expect(try SecretTool.search(["service": probeService]).isEmpty, "the probe cleaned up")
 
@@ -34,8 +37,8 @@ extension Integration.PingKeyring {
         #expect(provider["pid"] as? Int == Int(try await run(Harness.ctlPath, ["pid"]).output.trimmingCharacters(in: .whitespacesAndNewlines)))
         let checks = try #require(json["checks"] as? [[String: Any]])
         #expect(checks.map { $0["id"] as? String } == ["sessionBus", "backend", "provider", "collection", "unlocked",
-                                                      "transport", "probe", "encryptionKey"])
-        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass"])
+                                                      "transport", "probe", "encryptionKey", "keyBinding"])
+        #expect(checks.map { $0["status"] as? String } == ["pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass", "pass"])
         #expect((json["backend"] as? [String: Any])?["kind"] as? String == "secretService")
         #expect(try SecretTool.search(["service": probeService]).isEmpty)
     }

@@ -211,9 +211,10 @@ extension Integration.PingKeyring {
         let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("ok    encryption key ") })
         #expect(line.contains(" present (id") && line.contains(key), "\(line)")
         let checks = try #require(try jsonObject(try pingKeyring(["doctor", "--json"]))["checks"] as? [[String: Any]])
-        #expect(checks.last?["id"] as? String == "encryptionKey")
-        #expect(checks.last?["status"] as? String == "pass")
-        #expect((checks.last?["detail"] as? String)?.contains(key) == true)
+        let keyCheck = checks.first { $0["id"] as? String == "encryptionKey" }
+        #expect(keyCheck?["status"] as? String == "pass")
+        #expect((keyCheck?["detail"] as? String)?.contains(key) == true)
+        #expect(checks.last?["id"] as? String == "keyBinding", "whether the keys are bound to a TPM comes last")
         try SecretTool.clear(lookup(account))
 
         // The session collection, emptied of keys: none yet, and doctor creates none.
@@ -237,7 +238,10 @@ extension Integration.PingKeyring {
         let stored = try SecretTool.retryingRejectedKeys { try run("secret-tool", ["store", "--label=damaged", "--collection=\(sessionCollection)",
                                              "xdg:schema", keySchema, "key-id", damagedID,
                                              // The app's: new data is sealed with one of the app's own keys only.
-                                             AppIdentity.attribute, testApp], input: Data("short".utf8)) }
+                                             AppIdentity.attribute, testApp]
+                                             // Under `dbus-test/run --tpm`, new data is sealed with a key bound
+                                             // to the TPM: the damaged key claims to be one.
+                                             + (Harness.hasTPM ? ["key-binding", "tpm"] : []), input: Data("short".utf8)) }
         #expect(stored.status == 0, "\(stored.stderr)")
         let damaged = try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName])
         #expect(damaged.status == 4)

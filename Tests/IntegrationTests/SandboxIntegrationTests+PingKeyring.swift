@@ -26,6 +26,7 @@ extension SandboxIntegration.FileKeyringThroughThePortal {
         #expect(lines.contains("ok    copied in          the host's Secret Service is out of reach: nothing to copy in"))
         #expect(lines.contains { $0.hasPrefix("ok    write/read/delete  wrote, read back and deleted an item") })
         #expect(lines.contains { $0.hasPrefix("ok    encryption key     ") })
+        #expect(lines.contains { $0.hasPrefix("ok    key binding        not bound: ") }, "the sandbox has no TPM")
         for title in ["Secret Service", "collection    ", "unlocked      ", "transport     "] {
             #expect(lines.contains { $0.hasPrefix("skip  \(title)") && $0.hasSuffix("skipped: the file keyring is used: "
                                                                                     + SandboxIntegration.portalReason) }, "\(title)")
@@ -39,7 +40,7 @@ extension SandboxIntegration.FileKeyringThroughThePortal {
         #expect(backend["path"] as? String == Harness.sandboxKeyring)
         let checks = try #require(json["checks"] as? [[String: Any]])
         #expect(checks.map { $0["id"] as? String } == ["sessionBus", "backend", "portal", "fileKeyring", "movedIn", "probe",
-                                                      "encryptionKey", "provider", "collection", "unlocked", "transport"])
+                                                      "encryptionKey", "keyBinding", "provider", "collection", "unlocked", "transport"])
         #expect(try await SandboxIntegration.fileKeyring().items(matching: ["service": probeService]).isEmpty, "the probe cleaned up")
     }
 

@@ -102,6 +102,23 @@ extension Integration {
             #expect(recovered == Data("x".utf8))
         }
 
+        /// SecuredKey called from tasks, more at once than Swift's pool has threads: each call blocks
+        /// its pool thread, and the keyring work it waits for runs elsewhere (BlockingBridge), so
+        /// every call ends with a key instead of timing out.
+        @Test func calledFromEveryPoolThreadAtOnceItStillAnswers() async throws {
+            let tag = uniqueAccount()
+            let callers = ProcessInfo.processInfo.activeProcessorCount * 2 + 1
+            let made = await withTaskGroup(of: Bool.self) { group in
+                for index in 0..<callers {
+                    group.addTask { SecuredKey(applicationTag: "\(tag)-\(index % 2)") != nil }
+                }
+                var made = 0
+                for await ok in group where ok { made += 1 }
+                return made
+            }
+            #expect(made == callers)
+        }
+
         /// The positive control of TPMTests' no-TPM case: the same probe does map tpm2-tss once a
         /// TPM answers, so its `tss-mapped=false` there means something.
         @Test func theProbeSeesTpm2TssOnceATPMIsUsed() throws {

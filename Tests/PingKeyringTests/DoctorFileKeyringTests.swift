@@ -26,7 +26,7 @@ struct DoctorFileKeyringTests {
     @Test func healthy() async throws {
         let report = await Doctor.run(fileEnvironment())
         #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "portal:pass", "fileKeyring:pass", "probe:pass",
-                                     "encryptionKey:pass"] + secretServiceSkipped)
+                                     "encryptionKey:pass", "keyBinding:pass"] + secretServiceSkipped)
         #expect(report.exitStatus == .ok)
         #expect(report.checks[1].detail == "file keyring \(keyringPath) (in a Flatpak sandbox)")
         #expect(report.checks[2].detail == "gave the app's secret (64 bytes)")
@@ -55,8 +55,8 @@ struct DoctorFileKeyringTests {
         var environment = fileEnvironment()
         environment.moveIn = MoveInFinding(description: "from the host's Secret Service: 2 item(s) copied in")
         var report = await Doctor.run(environment)
-        #expect(statuses(report).prefix(7) == ["sessionBus:pass", "backend:pass", "portal:pass", "fileKeyring:pass",
-                                               "movedIn:pass", "probe:pass", "encryptionKey:pass"])
+        #expect(statuses(report).prefix(8) == ["sessionBus:pass", "backend:pass", "portal:pass", "fileKeyring:pass",
+                                               "movedIn:pass", "probe:pass", "encryptionKey:pass", "keyBinding:pass"])
         #expect(report.checks[4].detail == "from the host's Secret Service: 2 item(s) copied in")
 
         environment.moveIn = MoveInFinding(description: "not done", error: ToolError(kind: "locked", message: "The keyring is locked."))
@@ -64,7 +64,7 @@ struct DoctorFileKeyringTests {
         #expect(report.checks[4].status == .fail)
         #expect(report.checks[4].detail == "the host's items were not copied in: The keyring is locked.")
         #expect(report.checks[4].fix == Doctor.FileFix.moveIn)
-        #expect(statuses(report).suffix(6).prefix(2) == ["probe:pass", "encryptionKey:pass"], "the file is still used")
+        #expect(statuses(report).suffix(7).prefix(3) == ["probe:pass", "encryptionKey:pass", "keyBinding:pass"], "the file is still used")
         #expect(report.exitStatus == .keyringUnavailable)
     }
 
@@ -146,7 +146,7 @@ struct DoctorFileKeyringTests {
         environment.fileResult = .success(FileKeyringState(path: keyringPath, exists: true, itemCount: 1, damaged: [record]))
         let report = await Doctor.run(environment)
         #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "portal:pass", "fileKeyring:fail", "probe:pass",
-                                     "encryptionKey:pass"] + secretServiceSkipped)
+                                     "encryptionKey:pass", "keyBinding:pass"] + secretServiceSkipped)
         let check = report.checks[3]
         #expect(check.detail == "\(keyringPath) exists, with 1 readable item and 1 damaged record: "
                 + "record 2 (it fails its MAC check; hashed attributes: account, service)")
@@ -207,7 +207,7 @@ struct DoctorFileKeyringTests {
         #expect(json["provider"] is NSNull)
         let checks = try #require(json["checks"] as? [[String: Any]])
         #expect(checks.map { $0["id"] as? String } == ["sessionBus", "backend", "portal", "fileKeyring", "probe",
-                                                      "encryptionKey", "provider", "collection", "unlocked", "transport"])
+                                                      "encryptionKey", "keyBinding", "provider", "collection", "unlocked", "transport"])
     }
 
     @Test func onTheSecretServiceTheBackendIsTheSecondLine() async throws {

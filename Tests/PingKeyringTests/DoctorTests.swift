@@ -51,7 +51,7 @@ struct DoctorTests {
     @Test func healthy() async throws {
         let report = await Doctor.run(FakeDoctorEnvironment())
         #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:pass", "collection:pass", "unlocked:pass",
-                                     "transport:pass", "probe:pass", "encryptionKey:pass"])
+                                     "transport:pass", "probe:pass", "encryptionKey:pass", "keyBinding:pass"])
         #expect(report.ok)
         #expect(report.exitStatus == .ok)
         #expect(report.checks[0].detail == "unix:path=/run/user/1000/bus", "the bus address is shown")
@@ -262,7 +262,7 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.probeResult = .failure(ToolError(kind: "providerError", message: "write refused."))
         let report = await Doctor.run(environment)
-        #expect(statuses(report).suffix(2) == ["probe:fail", "encryptionKey:pass"], "the key search needs no write")
+        #expect(statuses(report).suffix(3) == ["probe:fail", "encryptionKey:pass", "keyBinding:pass"], "the key search needs no write")
         #expect(report.exitStatus == .other, "the first failure's status")
     }
 

@@ -51,10 +51,17 @@ final class FakeSecretService: SecretServiceCalls {
     @discardableResult
     func seed(attributes: [String: String], secret: String, label: String = "seeded", modifiedOffset: TimeInterval = 0,
               createdOffset: TimeInterval? = nil) -> ItemPath {
+        seed(attributes: attributes, bytes: Data(secret.utf8), label: label, modifiedOffset: modifiedOffset, createdOffset: createdOffset)
+    }
+
+    /// ``seed(attributes:secret:label:modifiedOffset:createdOffset:)`` with a binary secret.
+    @discardableResult
+    func seed(attributes: [String: String], bytes: Data, label: String = "seeded", modifiedOffset: TimeInterval = 0,
+              createdOffset: TimeInterval? = nil) -> ItemPath {
         state.withLock { state in
             let path = newPath(&state)
             let time = state.clock.addingTimeInterval(modifiedOffset)
-            state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: Data(secret.utf8)),
+            state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: bytes),
                                      created: createdOffset.map { state.clock.addingTimeInterval($0) } ?? time, modified: time)
             state.changes += 1
             return path

@@ -1,4 +1,5 @@
 import FileKeyring
+import PingStorageCrypto
 import Foundation
 import SecretService
 import Testing
@@ -10,9 +11,10 @@ struct HostMigrationTests {
     private let service = "com.pingidentity.keychainService"
     static let app = "org.example.Sandboxed"
 
-    private func migration(_ host: FakeSecretService, _ keyring: FileKeyring, answers: Bool = true) -> HostMigration {
+    private func migration(_ host: FakeSecretService, _ keyring: FileKeyring, answers: Bool = true,
+                           tpmReachable: Bool = false) -> HostMigration {
         HostMigration(host: host, hostAnswers: { answers }, keyring: keyring, service: service, app: Self.app,
-                      collection: .default, deadline: Deadline(timeout: .seconds(120)))
+                      collection: .default, deadline: Deadline(timeout: .seconds(120)), tpmReachable: { tpmReachable })
     }
 
     /// The items and keys no app owns (PingStorage 1.x's, Python keyring's) are copied and stay on
@@ -115,5 +117,39 @@ struct HostMigrationTests {
         host.seed(attributes: ["service": service, "account": "a"], secret: "value")
         #expect(await migration(host, file.keyring, answers: false).run() == .hostUnreachable)
         #expect(try file.keyring.items().isEmpty, "no marker: a later process with access moves the items in")
+    }
+
+    /// A key bound to the host's TPM is not moved into a sandbox that cannot reach the TPM, nor are
+    /// the items it sealed: the sandbox could not open them, and the app outside still can. They
+    /// stay on the host untouched; the unbound key and its items move as before. A sandbox that
+    /// reaches the TPM takes them all.
+    @Test(arguments: [false, true])
+    func boundKeysAndTheirItemsStayOnTheHostUnlessTheSandboxReachesTheTPM(tpmReachable: Bool) async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let host = FakeSecretService()
+        let app = AppIdentity.attribute
+        let boundID = "b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0b0", plainID = "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+        func envelope(_ id: String) throws -> Data {
+            try Envelope.seal(Data("\"token\"".utf8), key: SymmetricKey.generate(), keyID: #require(KeyID(hexString: id)),
+                              associatedData: Data())
+        }
+        host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": boundID, BoundKey.attribute: BoundKey.tpm, app: Self.app],
+                  bytes: Data(BoundKey.magic) + Data(repeating: 7, count: 200), label: KeyVault.label)
+        host.seed(attributes: ["service": service, "account": "sealed-bound", app: Self.app], bytes: try envelope(boundID))
+        host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": plainID, app: Self.app],
+                  secret: String(repeating: "k", count: 32), label: KeyVault.label)
+        host.seed(attributes: ["service": service, "account": "sealed-plain", app: Self.app], bytes: try envelope(plainID))
+        host.seed(attributes: ["service": service, "account": "plain", app: Self.app], secret: "\"plain\"")
+
+        let outcome = await migration(host, file.keyring, tpmReachable: tpmReachable).run()
+        let moved = tpmReachable ? 5 : 3
+        #expect(outcome == .copied(copied: moved, alreadyThere: 0, moved: moved))
+        let items = try file.keyring.items()
+        #expect(items.contains { $0.attributes["key-id"] == plainID } && items.contains { $0.attributes["account"] == "sealed-plain" })
+        #expect(items.contains { $0.attributes["key-id"] == boundID } == tpmReachable)
+        #expect(items.contains { $0.attributes["account"] == "sealed-bound" } == tpmReachable)
+        #expect(host.items.count == 5 - moved, "what stays is left on the host as it was")
+        #expect(host.items.values.allSatisfy { $0.attributes["key-id"] == boundID || $0.attributes["account"] == "sealed-bound" })
     }
 }

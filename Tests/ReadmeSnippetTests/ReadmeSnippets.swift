@@ -122,7 +122,7 @@ try await settings.delete()
 #sourceLocation()
 }
 
-// README.md, the block at line 192
+// README.md, the block at line 195
 enum ReadmeBlock5 {
 static func run() async throws {
 }

@@ -84,4 +84,18 @@ struct ECIESTests {
         #expect(SecuredKeyItem.decode(encoded + [0]) == nil)
         #expect(SecuredKeyItem.decode(Array("PSTPM1".utf8) + [0xff, 0xff]) == nil)
     }
+
+    /// A bound key item's bytes (SecuredKeyEncryptor's key wrapped to a TPM key) are read with
+    /// bounds: the blobs, then exactly one ECIES ciphertext of a 32-byte key.
+    @Test func aBoundKeyItemIsReadWithBounds() throws {
+        let blob = TPMKeyBlob(publicArea: [1, 2, 3], privateArea: [4, 5])
+        let wrapped = [0x04] + [UInt8](repeating: 9, count: 64 + 32 + 16)
+        let encoded = BoundKey.encode(blob) + wrapped
+        let decoded = try #require(BoundKey.decode(encoded))
+        #expect(decoded.0 == blob && decoded.wrapped == wrapped)
+        #expect(BoundKey.isBound(bytes: encoded) && !BoundKey.isBound(bytes: [UInt8](repeating: 0, count: 32)))
+        for count in 0..<encoded.count { #expect(BoundKey.decode(Array(encoded.prefix(count))) == nil) }
+        #expect(BoundKey.decode(encoded + [0]) == nil)
+        #expect(BoundKey.decode(BoundKey.encode(blob) + [0x02] + wrapped.dropFirst()) == nil, "not an uncompressed point")
+    }
 }

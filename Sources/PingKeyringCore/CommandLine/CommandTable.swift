@@ -237,16 +237,18 @@ enum CommandTable {
                 (the 'default' alias unless --collection), it is unlocked, the transport is encrypted, an item can be written, read \
                 back and deleted (service \(probeService), a random account; always cleaned up), and \
                 SecuredKeyEncryptor's keys (xdg:schema = \(KeyringCommands.keySchemaName)) in the \
-                collection: which are present, or none yet, each holding 32 bytes (read, never \
-                printed; no key is created). Checks after a failure that need what failed are skipped. \
+                collection: which are present, or none yet, each holding 32 bytes or a key bound to the TPM \
+                (read, never printed; no key is created), and whether they are bound to this machine's TPM \
+                (a TPM answers and opens them; a key the TPM no longer opens, after it was cleared, fails \
+                with tpmCleared, exit status 4). Checks after a failure that need what failed are skipped. \
                 Exit status 0 only when no check failed; otherwise the status of the first failure (3 for an \
                 unusable keyring).
                 When the backend is a Flatpak sandbox's file keyring, the checks are instead: the session bus \
                 (the Secret portal is on it), the backend, the Secret portal gives the app's secret (its size), \
                 the file keyring (its path; it exists with N items, or is created on the first save; a file \
                 that cannot be read or decrypted fails), copying the host's items in (when it ran), the same \
-                write/read/delete probe, and the encryption keys in the file; the Secret Service's checks are \
-                skipped. Without the portal's secret the status is 3.
+                write/read/delete probe, and the encryption keys in the file and their binding; the Secret \
+                Service's checks are skipped. Without the portal's secret the status is 3.
                 It also says which app identity a program run here gets when it does not call AppIdentity.set: \
                 the sandbox's id, or outside a sandbox its executable's path, with a warning: its items then follow \
                 the program's path, so moving or renaming it loses them; call AppIdentity.set("com.example.App") at \

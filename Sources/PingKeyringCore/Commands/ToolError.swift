@@ -19,8 +19,9 @@ enum ExitCode: Int32, Sendable, CaseIterable {
     /// dismissed, timed out, unencrypted transport refused.
     case keyringUnavailable = 3
     /// The stored value is corrupt or cannot be decrypted: tampered with or copied from another
-    /// item (`failedToDecrypt`), its encryption key is missing (`keyNotFound`), or an envelope
-    /// format this build cannot read (`unsupportedFormat`).
+    /// item (`failedToDecrypt`), its encryption key is missing (`keyNotFound`) or bound to a TPM
+    /// that cannot open it (`tpmCleared`), or an envelope format this build cannot read
+    /// (`unsupportedFormat`).
     case corrupt = 4
     /// Anything else: a provider error, encryption unavailable (libgcrypt), a failed probe.
     case other = 5
@@ -33,7 +34,7 @@ enum ExitCode: Int32, Sendable, CaseIterable {
         case "noSessionBus", "noSecretService", "collectionNotFound", "locked", "promptDismissed", "timedOut",
              "insecureTransport":
             .keyringUnavailable
-        case "corruptItem", "failedToDecrypt", "keyNotFound", "unsupportedFormat": .corrupt
+        case "corruptItem", "failedToDecrypt", "keyNotFound", "tpmCleared", "unsupportedFormat": .corrupt
         default: .other
         }
     }
@@ -43,7 +44,7 @@ enum ExitCode: Int32, Sendable, CaseIterable {
 /// errors), a message for a person with what to do, and the exit status.
 struct ToolError: Error, Equatable, Sendable {
     /// `notFound`, `usage`, `invalidInput`, `probeMismatch`, `failedToDecrypt`, `failedToEncrypt`,
-    /// `keyNotFound`, `unsupportedFormat`, `encryptionUnavailable`, `cancelled`, `other`, or a
+    /// `keyNotFound`, `tpmCleared`, `unsupportedFormat`, `encryptionUnavailable`, `cancelled`, `other`, or a
     /// ``KeychainError/kind``.
     var kind: String
     /// What happened and what to do. Never contains secret bytes.

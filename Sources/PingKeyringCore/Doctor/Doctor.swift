@@ -160,6 +160,7 @@ enum Doctor {
         // when the collection is there, unlocked and the transport encrypted (the probe need not pass).
         if keyringUsable {
             checks.append(await encryptionKeyCheck(environment))
+            if let binding = await keyBindingCheck(environment) { checks.append(binding) }
         } else {
             checks.append(.skip("encryptionKey", "encryption key", "an earlier check failed"))
         }
@@ -206,7 +207,7 @@ enum Doctor {
             ? "1 key present (id \(ids[0]))"
             : "\(keys.count) keys present (ids \(ids.joined(separator: ", ")); new data uses the oldest, \(ids[0]))"
         present += ignoredNote
-        if let damaged = keys.first(where: { $0.byteCount != SymmetricKey.byteCount }) {
+        if let damaged = keys.first(where: { !$0.holdsAKey }) {
             let consequence = damaged.keyID == oldest.keyID
                 ? "items encrypted with it cannot be decrypted, and encrypted saves fail while it is the oldest key"
                 : "items encrypted with it cannot be decrypted"

@@ -64,9 +64,12 @@ struct EncryptionKeyItem: Sendable, Equatable {
     /// The `key-id` attribute when it is 32 hex digits (lowercased); nil otherwise, and then
     /// SecuredKeyEncryptor ignores the item.
     var keyID: String?
-    /// The size of the secret; a sound key has ``SymmetricKey/byteCount`` (32).
+    /// The size of the secret; a sound key has ``SymmetricKey/byteCount`` (32), a sound bound key
+    /// the size of its TPM blobs and wrapped key (``holdsAKey``).
     var byteCount: Int
     var created: Date
+    /// Whether the key is bound to a TPM, and what the TPM said of it (DoctorTPM.swift).
+    var binding: KeyItemBinding = .unbound
 }
 
 /// The doctor against the real Secret Service, with the command line's settings.
@@ -145,9 +148,10 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
             let info = try await client.itemInfo(path)
             var secret = try await client.secret(of: path).value
             let byteCount = secret.bytes.count
+            let binding = await KeyItemBinding.of(attributes: info.attributes, bytes: secret.bytes)
             secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
             let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
-            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created)
+            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created, binding: binding)
         } catch where error.code == .itemNotFound {
             return nil
         }

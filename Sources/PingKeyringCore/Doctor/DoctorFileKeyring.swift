@@ -122,6 +122,7 @@ extension Doctor {
                                 fix: error.kind == "probeMismatch" ? Fix.probeMismatch : Fix.seeMessage))
         }
         checks.append(await encryptionKeyCheck(environment))
+        if let binding = await keyBindingCheck(environment) { checks.append(binding) }
         return checks + skips
     }
 

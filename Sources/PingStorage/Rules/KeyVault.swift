@@ -26,6 +26,13 @@ import Waiting
 ///   it saw the others' keys.
 ///   Items sealed with another key stay readable: every envelope names its key, and no key is
 ///   ever replaced or deleted by this library.
+/// - **Bound keys** (``BoundKey``): when the configuration's ``KeychainConfiguration/keyBinding``
+///   allows and a TPM answers, new data is sealed with the app's oldest key *bound to this TPM*
+///   (created when there is none), and keys are chosen among bound keys only; otherwise among
+///   unbound keys only. Items sealed with a key of the other kind stay readable and move to the
+///   current key on their next save (the save sees another key id). A bound key this TPM refuses
+///   (cleared, another machine's) is passed over for new data, never deleted; what it sealed fails
+///   with ``EncryptorError/Reason/tpmCleared(_:)``.
 /// - **A key rewritten under the same id** (a restore, another tool): every key loaded is checked
 ///   against its `key-check`; and after each save, the storage asks ``confirm(_:)`` whether the
 ///   key item still holds the bytes it sealed with, so a save is never reported done when a fresh
@@ -48,6 +55,7 @@ actor KeyVault {
     /// How many callers wait for the key being found or created (tests).
     nonisolated var callersWaitingForTheKey: Int { choosing.waitingCallers }
     private let timeout: Duration
+    private let binding: KeychainConfiguration.KeyBinding
 
     struct KeyChoice: Sendable {
         let id: KeyID
@@ -58,14 +66,16 @@ actor KeyVault {
     }
 
     /// A vault on `store`.
-    init(store: any KeyringStore, timeout: Duration = .seconds(25)) {
+    init(store: any KeyringStore, timeout: Duration = .seconds(25), binding: KeychainConfiguration.KeyBinding = .none) {
         source = .given(store)
         self.timeout = timeout
+        self.binding = binding
     }
 
     private init(configuration: KeychainConfiguration) {
         source = .configured(configuration)
         timeout = configuration.timeout
+        binding = configuration.keyBinding
     }
 
     private static let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
@@ -89,10 +99,12 @@ actor KeyVault {
             return (current.id, key)
         }
         let deadline = Deadline(timeout: timeout)
+        let binding = binding
         let choice = try await thrown { () async throws(StorageFailure) in
             let store = try await store(by: deadline)
             return try await choosing.value(operation: "find the encryption key", deadline: deadline) { deadline throws(StorageFailure) in
-                try await store.chooseKey(by: deadline)
+                let bound = binding == .tpmWhenAvailable ? await BoundKey.tpmAnswers(by: deadline) : false
+                return try await store.chooseKey(bound: bound, by: deadline)
             }
         }
         let key = try choice.key.get()
@@ -152,44 +164,6 @@ actor KeyVault {
         }
         store = decided
         return decided
-    }
-
-    // MARK: The rules every store follows
-
-    /// Whether `a` seals new data before `b`: the oldest key (by creation time, then id).
-    static func precedes(_ a: (created: Date, id: KeyID), _ b: (created: Date, id: KeyID)) -> Bool {
-        (a.created, a.id.hexString) < (b.created, b.id.hexString)
-    }
-
-    /// The key in a key item's bytes, checked against its `key-check` (items of earlier versions
-    /// have none): the key, or why the item is unusable.
-    static func checkedKey(_ bytes: Data, checkValue: String?, id: String) -> Result<SymmetricKey, EncryptorError> {
-        guard let key = try? SymmetricKey(data: bytes) else {
-            return .failure(.failedToDecrypt(.unsupportedFormat(
-                "The encryption key item of key \(id) does not hold a 256-bit key (\(bytes.count) bytes); it was left unchanged.")))
-        }
-        if let checkValue, checkValue != key.checkValue {
-            return .failure(.failedToDecrypt(.unsupportedFormat(
-                "The encryption key item of key \(id) holds bytes that do not match its key-check attribute: another "
-                + "program changed it. It was left unchanged; restore it, or delete it and the items it encrypted.")))
-        }
-        return .success(key)
-    }
-
-    /// The attributes of a new key item.
-    static func attributes(id: KeyID, key: SymmetricKey, app: String) -> [String: String] {
-        ["xdg:schema": schema, "key-id": id.hexString, "key-check": key.checkValue, AppIdentity.attribute: app]
-    }
-
-    /// A new key and id.
-    static func newKey() throws(StorageFailure) -> (KeyID, SymmetricKey) {
-        do {
-            let (id, key) = (try KeyID.generate(), try SymmetricKey.generate())
-            Log.info("No encryption key in the keyring: creating key \(id.hexString)")
-            return (id, key)
-        } catch {
-            throw .failure(.providerError(.init(message: "Encryption is not available: \(CryptoLibrary.unavailabilityReason ?? "libgcrypt failed").")))
-        }
     }
 
     /// Runs store calls; a failure is thrown as a Storage method throws it (the vault's callers

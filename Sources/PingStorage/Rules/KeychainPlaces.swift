@@ -118,7 +118,7 @@ final class KeychainPlaces: Sendable {
                 return true
             },
             keyring: keyring, service: configuration.service, app: configuration.appIdentity.id,
-            collection: configuration.collection, deadline: deadline)
+            collection: configuration.collection, deadline: deadline, tpmReachable: { await BoundKey.tpmAnswers(by: deadline) })
         let outcome = await migration.run()
         keychain.migrations.withLock { $0[configuration.service] = outcome }
         let message = "Copying the host's items of \(configuration.service) into the file keyring: \(outcome)"

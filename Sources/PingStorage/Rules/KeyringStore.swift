@@ -37,9 +37,10 @@ protocol KeyringStore: Sendable {
     /// Whether the key items are as they were when the store answered with `token` (a
     /// ``KeyVault/KeyChoice``'s): then a chosen key stays current. False when the store cannot tell.
     func keysUnchanged(since token: ChangeToken?) -> Bool
-    /// The oldest key (``KeyVault/precedes(_:_:)``), loaded and checked; one is created when
-    /// there is none.
-    func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice
+    /// The oldest key (``KeyVault/precedes(_:_:)``) bound to the TPM when `bound`, unbound
+    /// otherwise (``KeyVault/isOfKind(_:bound:)``), loaded and checked, passing over bound keys this
+    /// TPM refuses (``KeyVault/isForeign(_:)``); one is created when there is none.
+    func chooseKey(bound: Bool, by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice
     /// The key item with `id`, loaded and checked; nil when there is none.
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>?
     /// ``loadKey(_:by:)`` again, after a save, as cheaply as the store can: the same answer.

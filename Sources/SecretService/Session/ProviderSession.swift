@@ -91,7 +91,7 @@ final class ProviderSession: Sendable {
 
     /// Starts negotiating the transport now, for the calls that will need it.
     func startNegotiating(deadline: Deadline) {
-        Task { [self] in _ = try? await transport(deadline: deadline) }
+        Task(executorPreference: BlockingBridge.preferredExecutor) { [self] in _ = try? await transport(deadline: deadline) }
     }
 
     /// Calls `member` on the provider.

@@ -11,18 +11,20 @@ import Waiting
 /// creating one when there is none is one transaction of the file, so two processes never both
 /// create one.
 extension FileKeyringStore {
-    func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
+    func chooseKey(bound: Bool, by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
         let keyring = try await keychain.keyring(by: deadline)
         // The oldest readable key: every process sees the same records, so all choose the same one.
-        if let oldest = oldestKey(in: try await readableItems(keyring, by: deadline)) {
-            return Self.choice(oldest)
+        var passedOver: Set<KeyID> = []
+        if let oldest = try await oldestKey(in: try await readableItems(keyring, by: deadline), bound: bound, passingOver: &passedOver,
+                                            by: deadline) {
+            return oldest
         }
-        let (id, key) = try KeyVault.newKey()
-        let secret = key.withUnsafeBytes { FileKeyringSecret(copying: $0) }
-        let app = self.app
+        let new = try await KeyVault.newKey(bound: bound, by: deadline)
+        let secret = new.bound.map { FileKeyringSecret(copying: $0) } ?? new.key.withUnsafeBytes { FileKeyringSecret(copying: $0) }
+        let app = self.app, attributes = new.attributes(app: app), skipped = passedOver
         let created = try await run { () async throws(FileKeyringError) in
             try await keyring.modify(by: deadline.instant, withDamaged: { items, damaged throws(FileKeyringError) -> FileKeyringItem in
-                if oldestKey(in: items) != nil { throw FileKeyringError.aborted("a key exists") }
+                if !keyItems(in: items, bound: bound).allSatisfy({ skipped.contains($0.id) }) { throw FileKeyringError.aborted("a key exists") }
                 // No readable key, but a damaged record may be the app's key: as a damaged key item,
                 // it is never replaced by a new key behind the user's back (KeyVault.KeyChoice).
                 var keys: [FileKeyringDamagedRecord] = []
@@ -34,18 +36,18 @@ extension FileKeyringStore {
                     keys.append(record)
                 }
                 if !keys.isEmpty { throw .damaged(keys, path: keyring.path) }
-                let item = FileKeyringItem(label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key, app: app),
-                                           secret: secret)
+                let item = FileKeyringItem(label: KeyVault.label, attributes: attributes, secret: secret)
                 items.append(item)
                 return item
             })
         }
-        if let created { return Self.choice(created) }
+        if created != nil { return KeyVault.KeyChoice(id: new.id, key: .success(new.key), token: nil) }
         // Another process created one since we looked: read it.
-        guard let oldest = oldestKey(in: try await readableItems(keyring, by: deadline)) else {
+        guard let oldest = try await oldestKey(in: try await readableItems(keyring, by: deadline), bound: bound, passingOver: &passedOver,
+                                               by: deadline) else {
             throw .failure(.providerError(.init(message: "The encryption key was created but cannot be found again.")))
         }
-        return Self.choice(oldest)
+        return oldest
     }
 
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
@@ -60,7 +62,7 @@ extension FileKeyringStore {
             guard damaged.isEmpty else { throw StorageFailure(FileKeyringError.damaged(damaged, path: keyring.path)) }
             return nil
         }
-        return Self.load(item)
+        return try await Self.load(item, by: deadline)
     }
 
     /// The file's readable items (damaged records left aside).
@@ -73,28 +75,46 @@ extension FileKeyringStore {
         try await loadKey(id, by: deadline)
     }
 
-    /// The app's oldest key item.
-    private func oldestKey(in items: [FileKeyringItem]) -> FileKeyringItem? {
+    /// The app's key items of the kind asked for (``KeyVault/isOfKind(_:bound:)``), oldest first.
+    private func keyItems(in items: [FileKeyringItem], bound: Bool) -> [(id: KeyID, item: FileKeyringItem)] {
         items.compactMap { item -> (created: Date, id: KeyID, item: FileKeyringItem)? in
             guard item.attributes["xdg:schema"] == KeyVault.schema, item.attributes[AppIdentity.attribute] == app,
-                  let hex = item.attributes["key-id"],
+                  KeyVault.isOfKind(item.attributes, bound: bound), let hex = item.attributes["key-id"],
                   let id = KeyID(hexString: hex) else { return nil }
             return (Date(timeIntervalSince1970: Double(item.created)), id, item)
-        }.min { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) }?.item
+        }
+        .sorted { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) }
+        .map { ($0.id, $0.item) }
     }
 
-    private static func choice(_ item: FileKeyringItem) -> KeyVault.KeyChoice {
-        KeyVault.KeyChoice(id: KeyID(hexString: item.attributes["key-id"]!)!, key: load(item), token: nil)
-    }
-
-    private static func load(_ item: FileKeyringItem) -> Result<SymmetricKey, EncryptorError> {
-        // The key is read where the secret lies, without a copy on the heap.
-        item.secret.withUnsafeBytes { bytes in
-            guard let base = bytes.baseAddress else {
-                return KeyVault.checkedKey(Data(), checkValue: item.attributes["key-check"], id: item.attributes["key-id"] ?? "?")
+    /// The oldest key that opens, or fails for another reason than this TPM refusing it (a
+    /// damaged key item is never passed over: no new key replaces it); the keys passed over are
+    /// added to `passedOver`.
+    private func oldestKey(in items: [FileKeyringItem], bound: Bool, passingOver passedOver: inout Set<KeyID>,
+                           by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice? {
+        for (id, item) in keyItems(in: items, bound: bound) where !passedOver.contains(id) {
+            let key = try await Self.load(item, by: deadline)
+            if KeyVault.isForeign(key) {
+                Log.info("The encryption key \(id.hexString) is bound to a TPM that cannot open it; it is passed over for new data")
+                passedOver.insert(id)
+                continue
             }
+            return KeyVault.KeyChoice(id: id, key: key, token: nil)
+        }
+        return nil
+    }
+
+    private static func load(_ item: FileKeyringItem, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError> {
+        // A bound key's bytes are no secret without the TPM: copied, and opened by it.
+        if let bound = item.secret.withUnsafeBytes({ BoundKey.isBound(bytes: $0) ? Data($0) : nil }) {
+            return try await KeyVault.openedKey(bound, attributes: item.attributes, by: deadline)
+        }
+        // A plain key is read where the secret lies, without a copy on the heap.
+        return item.secret.withUnsafeBytes { bytes in
+            let checkValue = item.attributes["key-check"], id = item.attributes["key-id"] ?? "?"
+            guard let base = bytes.baseAddress else { return KeyVault.checkedKey(Data(), checkValue: checkValue, id: id) }
             let data = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
-            return KeyVault.checkedKey(data, checkValue: item.attributes["key-check"], id: item.attributes["key-id"] ?? "?")
+            return KeyVault.checkedKey(data, checkValue: checkValue, id: id)
         }
     }
 }

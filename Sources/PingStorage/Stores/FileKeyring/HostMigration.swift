@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import FileKeyring
+import PingStorageCrypto
 import SecretService
 import Waiting
 
@@ -18,6 +19,11 @@ import Waiting
 ///   host: another app may still need them (a 1.x key above all: without it, everything that app
 ///   encrypted is lost). The doctor and the Flatpak article say how to remove them.
 /// - **Another app's items and keys** are neither copied nor touched.
+/// - **Keys bound to the host's TPM** (``BoundKey``), and the items they sealed, are neither copied
+///   nor touched when the sandbox cannot reach the TPM (``tpmReachable``; Flatpak gives the device
+///   only with `--device=all`): the sandbox could not open them, and the app outside the sandbox
+///   still can. The sandboxed app starts without them (it signs in again), with an unbound key
+///   of its own in the file keyring.
 ///
 /// The copy is one transaction of the file: the items the file lacks (by exact attributes: an
 /// item the file already has is left as the file has it, the sandbox's copy is the newer) and a
@@ -61,6 +67,8 @@ struct HostMigration: Sendable {
     let app: String
     let collection: CollectionReference
     let deadline: Deadline
+    /// Whether the sandbox reaches a TPM (asked only when the host has bound keys of the app).
+    var tpmReachable: @Sendable () async -> Bool = { false }
 
     /// Moves and copies the items in, unless the marker says it was done. Never throws: a failure
     /// is the outcome (the app goes on with the file keyring either way).
@@ -75,7 +83,7 @@ struct HostMigration: Sendable {
             // copy, and a copy beside it would be a duplicate. Not done then, and tried again.
             if try await keyring.items(by: deadline.instant).contains(where: isMarker) { return .alreadyDone }
             guard await hostAnswers() else { return .hostUnreachable }
-            let hostItems = try await readHostItems()
+            let hostItems = await leavingBoundKeys(try await readHostItems())
             let label = "PingStorage: the host's items of \(service) were copied in"
             let copied = try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> Int? in
                 // Another process of the app copied them in since the check above.
@@ -113,6 +121,20 @@ struct HostMigration: Sendable {
     private struct HostItem: Sendable {
         let info: SecretItemInfo
         let secret: FileKeyringSecret
+        /// The id of the key, when this is a key item bound to a TPM (by its attribute or its bytes).
+        let boundKey: KeyID?
+        /// The key id the secret's envelope names, when it is one.
+        let sealedWith: KeyID?
+    }
+
+    /// `items` without the bound keys and the items they sealed, unless the sandbox reaches a TPM.
+    private func leavingBoundKeys(_ items: [HostItem]) async -> [HostItem] {
+        let bound = Set(items.compactMap(\.boundKey))
+        guard !bound.isEmpty, await !tpmReachable() else { return items }
+        let left = items.filter { item in item.boundKey != nil || item.sealedWith.map(bound.contains) == true }
+        Log.info("Moving into the sandbox: \(bound.count) key(s) bound to the host's TPM and the \(left.count - bound.count) item(s) they "
+                 + "encrypted stay on the host: the sandbox cannot reach the TPM")
+        return items.filter { item in item.boundKey == nil && item.sealedWith.map(bound.contains) != true }
     }
 
     /// The service's items and the key items on the host that are the app's or no app's, with
@@ -130,7 +152,11 @@ struct HostMigration: Sendable {
             guard AccountRules.isOwn(info.attributes, by: app) else { continue }  // another app's: not ours to take
             var value = try await client.secret(of: path).value.bytes
             defer { value.wipe() }
-            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value)))
+            let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))
+            let isBoundKey = info.attributes["xdg:schema"] == KeychainStorageSchemas.key
+                && (BoundKey.isBound(info.attributes) || BoundKey.isBound(bytes: value))
+            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value), boundKey: isBoundKey ? keyID : nil,
+                                  sealedWith: Envelope.isEnvelope(value) ? (try? Envelope.header(of: value))?.keyID : nil))
         }
         return items
     }

@@ -9,25 +9,24 @@ import Waiting
 
 /// SecuredKeyEncryptor's key items in the Secret Service. A process that finds no key creates one
 /// under a fresh random id (concurrent creators never overwrite each other) and then takes the
-/// oldest it sees, so that processes creating keys at the same moment settle on one.
+/// oldest it sees, so that processes creating keys at the same moment settle on one. A bound key's
+/// bytes are opened by the TPM outside the D-Bus calls (``KeyVault/openedKey(_:attributes:by:)``).
 extension SecretServiceStore {
-    func chooseKey(by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
+    func chooseKey(bound: Bool, by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
         let calls = self.calls.ending(by: deadline)
-        if let oldest = try await run({ () async throws(SecretServiceError) in try await oldestKey(calls) }) { return oldest }
-        let (id, key) = try KeyVault.newKey()
-        // The secret handed over points at the key's own locked memory: no copy of the key is
+        if let oldest = try await oldestKey(calls, bound: bound, by: deadline) { return oldest }
+        let new = try await KeyVault.newKey(bound: bound, by: deadline)
+        // An unbound key's secret points at the key's own locked memory: no copy of the key is
         // made on the heap (the transport session encrypts it from there, CGcrypt's aes_cbc.c).
         try await run { () async throws(SecretServiceError) in
-            try await key.withUnsafeBytesAsync { bytes async throws(SecretServiceError) in
-                let secret = Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!), count: bytes.count,
-                                  deallocator: .none)
+            try await new.withSecret { secret async throws(SecretServiceError) in
                 _ = try await calls.createItem(
-                    in: keyCollection, label: KeyVault.label, attributes: KeyVault.attributes(id: id, key: key, app: app),
+                    in: keyCollection, label: KeyVault.label, attributes: new.attributes(app: app),
                     secret: SecretValue(bytes: secret, contentType: "application/octet-stream"), replacing: false)
             }
         }
         // Another process may have created a key at the same time: everyone uses the oldest.
-        guard let chosen = try await run({ () async throws(SecretServiceError) in try await oldestKey(calls) }) else {
+        guard let chosen = try await oldestKey(calls, bound: bound, by: deadline) else {
             throw .failure(.providerError(.init(message: "The encryption key was created but cannot be found again.")))
         }
         return chosen
@@ -35,15 +34,22 @@ extension SecretServiceStore {
 
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
         let calls = self.calls.ending(by: deadline)
-        return try await run { () async throws(SecretServiceError) in
+        // The one reference to the secret's bytes, so that the wipe reaches them (not a copy).
+        var bytes = Data()
+        defer { bytes.wipe() }
+        let info = try await run { () async throws(SecretServiceError) -> SecretItemInfo? in
             let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, "key-id": id.hexString], in: keyCollection)
             for path in found.all {
                 let info = try await calls.itemInfo(path)
                 // Another app's key item is never used, even under an id an envelope names.
-                if AccountRules.isOwn(info.attributes, by: app) { return try await load(info, calls, foundAt: found.changeToken) }
+                guard AccountRules.isOwn(info.attributes, by: app) else { continue }
+                bytes = try await secret(of: info, calls, foundAt: found.changeToken)
+                return info
             }
             return nil
         }
+        guard let info else { return nil }
+        return try await KeyVault.openedKey(bytes, attributes: info.attributes, by: deadline)
     }
 
     /// While nothing but our own account items was created since the key item was found
@@ -53,17 +59,23 @@ extension SecretServiceStore {
     func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
         if let item = knownKeys.withLock({ $0[id] }), keysUnchanged(since: item.token) {
             let calls = self.calls.ending(by: deadline)
+            var bytes = Data(), found = false
+            defer { bytes.wipe() }
             do {
-                var bytes = try await calls.secret(of: item.path).value.bytes
-                defer { bytes.wipe() }
-                let checked = KeyVault.checkedKey(bytes, checkValue: item.checkValue, id: id.hexString)
-                // Bytes that fail the key-check known from before may come with a new key-check (a
-                // restore rewrites both, and a rewrite does not move the token): read both afresh.
-                if case .success = checked { return checked }
+                bytes = try await calls.secret(of: item.path).value.bytes
+                found = true
             } catch where error.code == .itemNotFound {
                 // Deleted since: the search below says so.
             } catch {
                 throw StorageFailure(error)
+            }
+            if found {
+                var attributes = ["key-id": id.hexString]
+                attributes["key-check"] = item.checkValue
+                let checked = try await KeyVault.openedKey(bytes, attributes: attributes, by: deadline)
+                // Bytes that fail the key-check known from before may come with a new key-check (a
+                // restore rewrites both, and a rewrite does not move the token): read both afresh.
+                if case .success = checked { return checked }
             }
         }
         return try await loadKey(id, by: deadline)
@@ -76,26 +88,41 @@ extension SecretServiceStore {
         return calls.rememberedItems.onlyOwnItemsCreated(since: token, now: now)
     }
 
-    private func oldestKey(_ calls: any SecretServiceCalls) async throws(SecretServiceError) -> KeyVault.KeyChoice? {
-        let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, AppIdentity.attribute: app], in: keyCollection)
-        var candidates: [(created: Date, id: KeyID, info: SecretItemInfo)] = []
-        for path in found.all {
-            let info = try await calls.itemInfo(path)
-            guard let hex = info.attributes["key-id"], let id = KeyID(hexString: hex) else { continue }
-            candidates.append((info.created, id, info))
+    /// The app's oldest key of the kind asked for that opens, or fails for another reason than
+    /// this TPM refusing it (a damaged key item is never passed over: no new key replaces it).
+    private func oldestKey(_ calls: any SecretServiceCalls, bound: Bool,
+                           by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice? {
+        let (token, candidates) = try await run { () async throws(SecretServiceError) in
+            let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, AppIdentity.attribute: app], in: keyCollection)
+            var candidates: [(created: Date, id: KeyID, info: SecretItemInfo)] = []
+            for path in found.all {
+                let info = try await calls.itemInfo(path)
+                guard let hex = info.attributes["key-id"], let id = KeyID(hexString: hex),
+                      KeyVault.isOfKind(info.attributes, bound: bound) else { continue }
+                candidates.append((info.created, id, info))
+            }
+            return (found.changeToken, candidates.sorted { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) })
         }
-        guard let oldest = candidates.min(by: { KeyVault.precedes(($0.created, $0.id), ($1.created, $1.id)) }) else { return nil }
-        return KeyVault.KeyChoice(id: oldest.id, key: try await load(oldest.info, calls, foundAt: found.changeToken),
-                                  token: found.changeToken)
+        for candidate in candidates {
+            var bytes = try await run { () async throws(SecretServiceError) in try await secret(of: candidate.info, calls, foundAt: token) }
+            defer { bytes.wipe() }
+            let key = try await KeyVault.openedKey(bytes, attributes: candidate.info.attributes, by: deadline)
+            if KeyVault.isForeign(key) {
+                Log.info("The encryption key \(candidate.id.hexString) is bound to a TPM that cannot open it; it is passed over for new data")
+                continue
+            }
+            return KeyVault.KeyChoice(id: candidate.id, key: key, token: token)
+        }
+        return nil
     }
 
-    private func load(_ item: SecretItemInfo, _ calls: any SecretServiceCalls,
-                      foundAt token: ChangeToken) async throws(SecretServiceError) -> Result<SymmetricKey, EncryptorError> {
-        var bytes = try await calls.secret(of: item.path).value.bytes
-        defer { bytes.wipe() }
+    /// A key item's secret, its path remembered for ``reloadKey(_:by:)``.
+    private func secret(of item: SecretItemInfo, _ calls: any SecretServiceCalls,
+                        foundAt token: ChangeToken) async throws(SecretServiceError) -> Data {
+        let bytes = try await calls.secret(of: item.path).value.bytes
         if let hex = item.attributes["key-id"], let id = KeyID(hexString: hex) {
             knownKeys.withLock { $0[id] = (item.path, item.attributes["key-check"], token) }
         }
-        return KeyVault.checkedKey(bytes, checkValue: item.attributes["key-check"], id: item.attributes["key-id"] ?? "?")
+        return bytes
     }
 }

@@ -1,0 +1,86 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import PingStorage
+
+/// Whether an encryption key item is bound to a TPM (SecuredKeyEncryptor's
+/// `KeychainConfiguration.keyBinding`), as the doctor found it: never the key itself.
+enum KeyItemBinding: Sendable, Equatable {
+    /// A plain key: the item holds the AES key.
+    case unbound
+    /// Bound to a TPM; `wellFormed` when its bytes are a bound key's, `tpmOpens` what this
+    /// machine's TPM said: true, false (another TPM's: cleared, replaced, another machine), nil
+    /// (no TPM could be asked, or the bytes are not a bound key).
+    case bound(wellFormed: Bool, tpmOpens: Bool?)
+
+    /// The binding of a key item with `attributes` holding `bytes`: for a bound key, one TPM
+    /// command (ECDH with its TPM key) tells whether this TPM can open it.
+    static func of(attributes: [String: String], bytes: Data) async -> KeyItemBinding {
+        guard KeyBindingInspection.isBound(attributes: attributes, bytes: bytes) else { return .unbound }
+        let wellFormed = KeyBindingInspection.holdsAKey(bytes) && bytes.count != 32
+        return .bound(wellFormed: wellFormed, tpmOpens: wellFormed ? await KeyBindingInspection.tpmOpens(bytes, timeout: .seconds(10)) : nil)
+    }
+}
+
+extension EncryptionKeyItem {
+    /// Whether the secret has the shape of a key: 32 bytes, or a bound key's blobs and wrapped key.
+    var holdsAKey: Bool {
+        switch binding {
+        case .unbound: byteCount == 32
+        case .bound(let wellFormed, _): wellFormed
+        }
+    }
+
+    var isBound: Bool { binding != .unbound }
+}
+
+extension Doctor {
+    /// What to do when the key binding check fails.
+    enum TPMFix {
+        static let unreachable = "give this user the TPM (the tss group for /dev/tpmrm0, or a running tpm2-abrmd), or "
+            + "choose the connection with PINGSTORAGE_TPM_TCTI; inside a Flatpak sandbox the TPM needs --device=all."
+        static func cleared(_ ids: [String]) -> String {
+            "the apps sign in again (their next saves use a key of this TPM). Once they have, delete the lost key"
+                + (ids.count == 1 ? "" : "s") + ": "
+                + ids.map { "`secret-tool clear xdg:schema \(KeyringCommands.keySchemaName) key-id \($0)`" }.joined(separator: ", ") + "."
+        }
+    }
+
+    /// The key binding line: whether SecuredKeyEncryptor's keys are bound to this machine's TPM,
+    /// whether a TPM answers, and whether it opens the bound keys. Asks the TPM (at most 10 s).
+    /// None when the keys cannot be listed: the encryption key line fails then, and says why.
+    static func keyBindingCheck(_ environment: any DoctorEnvironment) async -> DoctorCheck? {
+        guard let keys = try? await environment.encryptionKeys() else { return nil }
+        return keyBindingCheck(keys: keys, tpmProblem: await KeyBindingInspection.tpmProblem(timeout: .seconds(10)))
+    }
+
+    /// The key binding line for `keys`, with `tpmProblem` nil when a TPM answers, else why not.
+    static func keyBindingCheck(keys: [EncryptionKeyItem], tpmProblem: String?) -> DoctorCheck {
+        let id = "keyBinding", title = "key binding"
+        let keys = keys.filter { $0.keyID != nil }.sorted { ($0.created, $0.keyID!) < ($1.created, $1.keyID!) }
+        let bound = keys.filter(\.isBound), unboundCount = keys.count - bound.count
+        let unboundNote = unboundCount == 0 ? "" : "; \(unboundCount) unbound key\(unboundCount == 1 ? "" : "s") kept (the items "
+            + "saved with \(unboundCount == 1 ? "it" : "them") move to a bound key on their next save)"
+        if let tpmProblem {
+            guard bound.isEmpty else {
+                return .fail(id, title, ToolError(kind: "tpmUnavailable", message: "\(bound.count) key\(bound.count == 1 ? " is" : "s are") "
+                    + "bound to a TPM, but \(tpmProblem): what \(bound.count == 1 ? "it" : "they") encrypted cannot be decrypted here"),
+                    fix: TPMFix.unreachable)
+            }
+            return .pass(id, title, "not bound: \(tpmProblem). Keys are kept in the keyring as they are: a copy of the keyring opens them")
+        }
+        let lost = bound.filter { $0.binding == .bound(wellFormed: true, tpmOpens: false) }.map { $0.keyID! }
+        if !lost.isEmpty {
+            return .fail(id, title, ToolError(kind: "tpmCleared", message: "\(lost.count == 1 ? "key" : "keys") \(lost.joined(separator: ", ")) "
+                + "\(lost.count == 1 ? "is" : "are") bound to a TPM that cannot open \(lost.count == 1 ? "it" : "them"): this machine's TPM "
+                + "was cleared or replaced, or the keyring comes from another machine. What \(lost.count == 1 ? "it" : "they") encrypted is lost"),
+                fix: TPMFix.cleared(lost))
+        }
+        guard let current = bound.first else {
+            return .pass(id, title, "not bound yet: a TPM answers, and the next encrypted save makes a key bound to it" + unboundNote)
+        }
+        return .pass(id, title, "bound: key \(current.keyID!) is bound to this machine's TPM, which opens it" + unboundNote)
+    }
+}

@@ -1,0 +1,46 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+internal import TPM
+import Waiting
+
+/// What ping-keyring's doctor asks about ``SecuredKeyEncryptor``'s binding to the TPM (``BoundKey``),
+/// without the encryptor: whether a TPM answers, and whether it opens a bound key item's bytes.
+/// Nothing here creates a key or writes anything. Thread-safety: stateless; any task.
+package enum KeyBindingInspection {
+    /// The key item attribute and value that mark a bound key (`key-binding` = `tpm`).
+    package static let attribute = (name: BoundKey.attribute, value: BoundKey.tpm)
+
+    /// Whether a TPM answers within `timeout`: nil when it does, else why not (a sentence).
+    package static func tpmProblem(timeout: Duration) async -> String? {
+        switch await TPM.reach(by: Deadline(timeout: timeout)) {
+        case .success: nil
+        // "cannot reach the TPM: no TPM: …": the reason alone.
+        case .failure(let error): error.message.hasPrefix("cannot reach the TPM: ") ? String(error.message.dropFirst(22)) : error.message
+        }
+    }
+
+    /// Whether a key item (its attributes and secret) is bound to a TPM.
+    package static func isBound(attributes: [String: String], bytes: Data) -> Bool {
+        BoundKey.isBound(attributes) || BoundKey.isBound(bytes: bytes)
+    }
+
+    /// Whether a key item's secret has the shape of a key: 32 bytes, or a bound key's blobs and
+    /// wrapped key (``BoundKey/decode(_:)``).
+    package static func holdsAKey(_ bytes: Data) -> Bool {
+        bytes.count == 32 || (BoundKey.isBound(bytes: bytes) && BoundKey.decode([UInt8](bytes)) != nil)
+    }
+
+    /// Whether this machine's TPM opens a bound key item's bytes: true, false when it refuses them
+    /// as another TPM's (cleared, replaced, another machine), nil when it cannot be asked or the
+    /// bytes are not a bound key. One TPM command (none for a key this process opened before).
+    package static func tpmOpens(_ bytes: Data, timeout: Duration) async -> Bool? {
+        switch await BoundKey.unbind(bytes, by: Deadline(timeout: timeout)) {
+        case .success: true
+        case .failure(.tpm(let error)) where error.kind == .foreignKey: false
+        case .failure: nil
+        }
+    }
+}
