@@ -65,7 +65,9 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
         case locked(Details)
         /// The user dismissed the unlock prompt.
         case promptDismissed(Details)
-        /// The keyring did not answer before the deadline.
+        /// The keyring did not answer before the deadline; or it stopped answering: an earlier call
+        /// got no reply at all and a quick probe none either, so the call failed at once without
+        /// being sent (``Details/detail`` then says since when and what was tried).
         case timedOut(Details)
         /// The stored item cannot be decoded into the expected type. It is left in the keyring as it is.
         case corruptItem(Details)
@@ -230,7 +232,7 @@ extension KeychainError.Reason {
         case .collectionNotFound: .collectionNotFound(details)
         case .locked: .locked(details)
         case .promptDismissed: .promptDismissed(details)
-        case .timedOut: .timedOut(details)
+        case .timedOut, .notResponding: .timedOut(details)
         case .invalidArgument: .invalidArgument(details)
         case .insecureTransport: .insecureTransport(details)
         default: .providerError(details)

@@ -183,7 +183,8 @@ public final class SecretServiceClient: Sendable {
 
     /// Runs `body` with the current session and the call's deadline; opens a new session and runs
     /// it again (twice at most, within the deadline) when the provider went away or forgot the
-    /// session.
+    /// session. When the provider stopped answering (an earlier call got no reply at all), `body`
+    /// runs only once a quick probe is answered; else the call fails at once with `.notResponding`.
     func perform<Value: Sendable>(
         _ operation: String,
         _ body: (ProviderSession, Deadline) async throws(SecretServiceError) -> Value
@@ -200,6 +201,7 @@ public final class SecretServiceClient: Sendable {
             }
             do throws(SecretServiceError) {
                 let started = ContinuousClock.now
+                try await session.bus.ensureResponding(session.owner, operation: operation, deadline: deadline)
                 let value = try await body(session, deadline)
                 SecretServiceDiagnostics.report(.debug, "\(operation): \(elapsedMilliseconds(since: started))")
                 return value

@@ -45,12 +45,24 @@ extension SecretServiceError {
             recovery: unlockAdvice, detail: detail)
     }
 
+    /// The call's deadline passed. The detail says what was waited for; waits that know more
+    /// (a D-Bus call, a prompt) replace it with which call or prompt waited how long.
     package static func timedOut(_ operation: String, after timeout: Duration) -> SecretServiceError {
         SecretServiceError(
             .timedOut, operation: operation,
             message: "The keyring did not answer within \(timeout.secondsText).",
             recovery: "Check that the keyring service is running and not waiting on a prompt no one can see, "
-                + "then try again or allow a longer timeout.")
+                + "then try again or allow a longer timeout.",
+            detail: "waited \(timeout.secondsText), the call's whole timeout, to \(operation)")
+    }
+
+    static func notResponding(_ operation: String, detail: String) -> SecretServiceError {
+        SecretServiceError(
+            .notResponding, operation: operation,
+            message: "The keyring service has stopped answering: it did not answer an earlier call, and it still does not.",
+            recovery: "Check that the keyring service is running and not stopped or frozen, and restart it if need be; "
+                + "calls go through again as soon as it answers.",
+            detail: detail)
     }
 
     package static func cancelled(_ operation: String) -> SecretServiceError {

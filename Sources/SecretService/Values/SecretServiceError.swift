@@ -30,6 +30,11 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
         public static let promptDismissed = Code("promptDismissed")
         /// The call did not end before its deadline.
         public static let timedOut = Code("timedOut")
+        /// The provider stopped answering: an earlier call to it got no reply at all by its deadline
+        /// (while no prompt was open), and it has not answered since, a quick probe included. The
+        /// call failed at once without being sent; ``SecretServiceError/detail`` says since when
+        /// and what was tried. Calls go through again as soon as the provider answers.
+        public static let notResponding = Code("notResponding")
         /// The calling Task was cancelled.
         public static let cancelled = Code("cancelled")
         /// The item no longer exists (deleted or replaced by another client).
