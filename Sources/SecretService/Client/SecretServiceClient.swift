@@ -18,6 +18,13 @@ import Waiting
 /// ``SecretServiceError``, and never blocks the calling thread: calls go out from the calling
 /// task and their replies come back through GDBus's reader thread.
 ///
+/// ## The default collection
+/// A call that names the `default` collection when the provider has none (a freshly started
+/// gnome-keyring without a login keyring) creates it through the provider ("Default keyring",
+/// alias `default`; the provider's prompt asks for its password) when ``Options/allowsPrompts`` is
+/// true, once for concurrent first calls; otherwise, or when that prompt is dismissed, it throws
+/// `.collectionNotFound` saying that no default keyring exists yet and how to create one.
+///
 /// ## Unlock policy
 /// Locked is never reported as "not found". Where a call needs something unlocked, it asks the
 /// provider to unlock it; when that needs a prompt and ``Options/allowsPrompts`` is false, the call
