@@ -143,8 +143,12 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
         }
     }
 
-    /// Same as ``errorMessage`` (the iOS SDK leaves this empty; here `localizedDescription` is useful).
-    public var errorDescription: String? { errorMessage }
+    /// What happened, without the advice (``recoverySuggestion`` has it), as Foundation's roles have
+    /// it, so that an alert built from the error (`localizedDescription` and the recovery
+    /// suggestion) shows the advice once; ``errorMessage`` when the reason is unspecified. (The iOS
+    /// SDK leaves this empty; here `localizedDescription` is useful.) ``errorMessage`` is the
+    /// one-line form with both.
+    public var errorDescription: String? { details?.message ?? errorMessage }
     /// What happened.
     public var failureReason: String? { details?.message ?? errorMessage }
     /// What to do about it.

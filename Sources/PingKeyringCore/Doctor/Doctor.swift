@@ -182,8 +182,9 @@ enum Doctor {
         let items: [EncryptionKeyItem]
         switch result {
         case .failure(let error):
-            let failure = ToolError(kind: error.kind, message: "cannot search the keyring for encryption keys: "
+            var failure = ToolError(kind: error.kind, message: "cannot search the keyring for encryption keys: "
                                         + error.message, status: error.status)
+            failure.recovery = error.recovery
             let fix = switch error.kind {
             case "locked", "promptDismissed": Fix.unlocked
             case "timedOut": Fix.providerHung

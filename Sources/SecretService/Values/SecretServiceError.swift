@@ -109,9 +109,12 @@ import FoundationEssentials
 import Foundation
 #endif
 
+/// Foundation's roles, so that advice is shown once: `localizedDescription` (``errorDescription``)
+/// says what happened and ``recoverySuggestion`` what to do, as an alert built from an error shows
+/// them; ``description`` is the one-line form with both.
 extension SecretServiceError: LocalizedError {
-    /// ``message`` followed by ``recovery``.
-    public var errorDescription: String? { [message, recovery].compactMap { $0 }.joined(separator: " ") }
+    /// ``message``: what happened, without the advice.
+    public var errorDescription: String? { message }
     /// ``message``.
     public var failureReason: String? { message }
     /// ``recovery``.
