@@ -50,6 +50,15 @@ extension Integration.Faults {
         #expect(again?.code == .notResponding, "\(String(describing: again))")
         #expect(ContinuousClock.now - started < .seconds(1))
 
+        // A call whose own deadline is shorter than the probe's 500 ms ends at its own deadline.
+        let hurried = client.with(options: .init(timeout: .milliseconds(100)))
+        started = ContinuousClock.now
+        let hurriedError: SecretServiceError? = await {
+            do throws(SecretServiceError) { _ = try await hurried.collections(); return nil } catch { return error }
+        }()
+        #expect(hurriedError?.code == .timedOut || hurriedError?.code == .notResponding, "\(String(describing: hurriedError))")
+        #expect(ContinuousClock.now - started < .milliseconds(450), "the app's deadline is kept: \(ContinuousClock.now - started)")
+
         try Harness.ctl("resume")
         resumed = true
         for (index, store) in stores.enumerated() {
