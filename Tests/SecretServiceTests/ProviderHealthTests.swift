@@ -13,7 +13,7 @@ struct ProviderHealthTests {
     private func routerWithOwner() -> SignalRouter {
         let router = SignalRouter(busName: ":1.7")
         register(router, serial: 1, destination: "org.freedesktop.DBus", isOwnerQuery: true)
-        #expect(receive(router, reply(to: 1, .tuple([.string(Self.provider)]))))
+        #expect(receive(router, reply(to: 1, .tuple([.string(Self.provider)]), from: "org.freedesktop.DBus")))
         #expect(router.owner == Self.provider)
         return router
     }
@@ -27,8 +27,9 @@ struct ProviderHealthTests {
         }
     }
 
-    private func reply(to serial: UInt32, _ body: Argument?, error: String? = nil) -> OpaquePointer {
+    private func reply(to serial: UInt32, _ body: Argument?, error: String? = nil, from sender: String = provider) -> OpaquePointer {
         let message = g_dbus_message_new()!
+        g_dbus_message_set_sender(message, sender)
         g_dbus_message_set_message_type(message, error == nil ? G_DBUS_MESSAGE_TYPE_METHOD_RETURN : G_DBUS_MESSAGE_TYPE_ERROR)
         g_dbus_message_set_reply_serial(message, serial)
         if let error { g_dbus_message_set_error_name(message, error) }
@@ -79,6 +80,13 @@ struct ProviderHealthTests {
         register(router, serial: 6)
         #expect(receive(router, reply(to: 6, .tuple([.string("x")]), error: "org.freedesktop.DBus.Error.UnknownMethod")))
         #expect(router.silence(of: Self.provider) == nil, "an error reply is an answer")
+
+        register(router, serial: 8)
+        router.noReply(serial: 8)
+        register(router, serial: 9)
+        #expect(receive(router, reply(to: 9, .tuple([.string("no reply")]), error: "org.freedesktop.DBus.Error.NoReply",
+                                      from: "org.freedesktop.DBus")))
+        #expect(router.silence(of: Self.provider) != nil, "an error the bus sends in the provider's name is no answer")
 
         register(router, serial: 7)
         router.noReply(serial: 7)

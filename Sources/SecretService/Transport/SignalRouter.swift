@@ -161,9 +161,11 @@ final class SignalRouter: Sendable {
         let serial = g_dbus_message_get_reply_serial(message)
         let isError = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_ERROR
         let body = g_dbus_message_get_body(message).map(Variant.init(retaining:))
+        let sender = g_dbus_message_get_sender(message).map { String(cString: $0) }
         guard let (pending, token) = state.withLock({ state -> (PendingReply, ChangeToken)? in
             guard let pending = state.replies.removeValue(forKey: serial) else { return nil }
-            if pending.destination == state.owner { state.silence = nil }  // it answers
+            // It answers (an error the bus sends in its name, such as NoReply, is no answer).
+            if let sender, sender == state.owner { state.silence = nil }
             if pending.isOwnerQuery, !isError, let body, body.isOfType("(s)") {
                 let owner = body.child(0).string
                 if state.owner != owner {
