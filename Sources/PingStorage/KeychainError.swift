@@ -65,7 +65,9 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
         case locked(Details)
         /// The user dismissed the unlock prompt.
         case promptDismissed(Details)
-        /// The keyring did not answer before the deadline.
+        /// The keyring did not answer before the deadline; or it stopped answering: an earlier call
+        /// got no reply at all and a quick probe none either, so the call failed at once without
+        /// being sent (``Details/detail`` then says since when and what was tried).
         case timedOut(Details)
         /// The stored item cannot be decoded into the expected type. It is left in the keyring as it is.
         case corruptItem(Details)
@@ -141,8 +143,12 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
         }
     }
 
-    /// Same as ``errorMessage`` (the iOS SDK leaves this empty; here `localizedDescription` is useful).
-    public var errorDescription: String? { errorMessage }
+    /// What happened, without the advice (``recoverySuggestion`` has it), as Foundation's roles have
+    /// it, so that an alert built from the error (`localizedDescription` and the recovery
+    /// suggestion) shows the advice once; ``errorMessage`` when the reason is unspecified. (The iOS
+    /// SDK leaves this empty; here `localizedDescription` is useful.) ``errorMessage`` is the
+    /// one-line form with both.
+    public var errorDescription: String? { details?.message ?? errorMessage }
     /// What happened.
     public var failureReason: String? { details?.message ?? errorMessage }
     /// What to do about it.
@@ -230,7 +236,7 @@ extension KeychainError.Reason {
         case .collectionNotFound: .collectionNotFound(details)
         case .locked: .locked(details)
         case .promptDismissed: .promptDismissed(details)
-        case .timedOut: .timedOut(details)
+        case .timedOut, .notResponding: .timedOut(details)
         case .invalidArgument: .invalidArgument(details)
         case .insecureTransport: .insecureTransport(details)
         default: .providerError(details)

@@ -18,7 +18,7 @@ struct ErrorLayoutTests {
         let lines = outcome.standardError.split(separator: "\n").map(String.init)
         #expect(lines.count == 2, "\(outcome.standardError)")
         #expect(lines[0].hasPrefix("ping-keyring: error: collectionNotFound: The keyring has no collection for the "
-                                   + "'nosuch' collection; it has: Login, (no label)."))
+                                   + "'nosuch' collection; it has: Login."))
         #expect(!lines[0].contains("/org/freedesktop"), "no object paths in the message")
         #expect(!lines[0].contains("below"), "no promise of a list that is not there")
         #expect(lines[1] == "  details: collections: /org/freedesktop/secrets/collection/login, "

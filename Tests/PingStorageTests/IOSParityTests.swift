@@ -57,7 +57,9 @@ struct IOSParityTests {
             #expect(error == .unableToDelete && error == KeychainError.unableToDelete, "compared as iOS code does")
             #expect(error != .unableToSave)
             #expect(error.kind == "locked" && error.reason.kind == "locked")
-            #expect(error.errorMessage.contains("locked") && error.localizedDescription == error.errorMessage)
+            #expect(error.errorMessage.contains("locked") && error.localizedDescription == error.failureReason)
+            #expect(error.errorMessage == [error.localizedDescription, error.recoverySuggestion].compactMap { $0 }.joined(separator: " "),
+                    "errorMessage is what happened and what to do; localizedDescription leaves the advice to recoverySuggestion")
         }
         #expect(fake.writes.isEmpty)
     }

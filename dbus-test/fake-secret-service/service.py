@@ -117,6 +117,7 @@ SCENARIOS = {
     'exit-mid-call': {'method': 'GetSecret,GetSecrets,SetSecret,CreateItem,Delete', 'when': 'before'},
     'plain-only': {},
     'no-default-alias': {},
+    'no-default-collection': {'prompt': 'complete', 'delay': '0.1'},
     'duplicates': {'order': 'path'},
     'no-session-after-restart': {},
     'kwallet-locked': {'prompt': 'none', 'delay': '0.1'},
@@ -155,7 +156,10 @@ class Scenario:
             raise invalid_args('order must be path or reverse')
         if self.params.get('writes', 'padding') not in ('padding', 'garbage', 'refused'):
             raise invalid_args('writes must be padding, garbage or refused')
-        if self.params.get('prompt', 'none') not in ('none', 'never', 'complete'):
+        if name == 'no-default-collection':
+            if self.params['prompt'] not in ('none', 'complete', 'dismiss'):
+                raise invalid_args('prompt must be none, complete or dismiss')
+        elif self.params.get('prompt', 'none') not in ('none', 'never', 'complete'):
             raise invalid_args('prompt must be none, never or complete')
         try:
             self.times = int(self.params.get('times', 0))
@@ -427,6 +431,13 @@ class Fake:
             self.set_locked(set(self.store.collections), False)
         if scenario.locks_login and LOGIN in self.store.collections:
             self.set_locked({LOGIN}, True)
+        if scenario.name == 'no-default-collection':
+            # A freshly activated gnome-keyring: no login keyring, no default alias.
+            for path in [c for c in self.store.collections if c != SESSION]:
+                self.delete_collection(path)
+            self.store.aliases.pop('default', None)
+            self.store.save()
+            self.sync_objects()
         if scenario.name == 'no-session-after-restart':
             for path in list(self.sessions):
                 self.close_session(path)
@@ -660,6 +671,25 @@ class Fake:
         self.objects[SERVICE_PATH].CollectionDeleted(dbus.ObjectPath(collection))
         self.objects[SERVICE_PATH].properties_changed(SERVICE_IFACE, 'Collections')
 
+    def create_collection(self, label, alias):
+        """CreateCollection's work: a new collection (path from the label, as gnome-keyring does),
+        given `alias` if any."""
+        slug = re.sub(r'[^a-z0-9]', '_', label.lower()) or 'unnamed'
+        path, n = f'{SERVICE_PATH}/collection/{slug}', 1
+        while path in self.store.collections:
+            n += 1
+            path = f'{SERVICE_PATH}/collection/{slug}{n}'
+        now = int(time.time())
+        self.store.collections[path] = {'label': label, 'created': now, 'modified': now, 'next_id': 1}
+        if alias:
+            self.store.aliases[alias] = path
+        self.store.save()
+        self.sync_objects()
+        log(f'created collection {path} ({label!r}, alias {alias!r})')
+        self.objects[SERVICE_PATH].CollectionCreated(dbus.ObjectPath(path))
+        self.objects[SERVICE_PATH].properties_changed(SERVICE_IFACE, 'Collections')
+        return path
+
     def reset(self):
         self.store.reset()
         self.locked.clear()
@@ -771,7 +801,16 @@ class ServiceObject(SecretObject):
     @secret_method(SERVICE_IFACE, 'a{sv}s', 'oo')
     def CreateCollection(self, properties, alias, sender, reply, error):
         def work():
-            raise not_supported('this fake Secret Service cannot create collections')
+            fake = self.fake
+            if fake.scenario.name != 'no-default-collection':
+                raise not_supported('this fake Secret Service cannot create collections')
+            label = str(properties.get(COLLECTION_IFACE + '.Label', ''))
+            if fake.scenario.params['prompt'] == 'none':
+                return dbus.ObjectPath(fake.create_collection(label, str(alias))), dbus.ObjectPath(NO_OBJECT)
+            prompt = fake.new_path(PROMPT_PREFIX)
+            fake.objects[prompt] = CreationPromptObject(fake, prompt, fake.scenario.params['prompt'], [],
+                                                        fake.scenario.delay, label, str(alias))
+            return dbus.ObjectPath(NO_OBJECT), dbus.ObjectPath(prompt)
         self.fake.call('CreateCollection', self, reply, error, work)
 
     @secret_method(SERVICE_IFACE, 'a{ss}', 'aoao')
@@ -1098,6 +1137,24 @@ class PromptObject(SecretObject):
         self.Completed(dismissed, result)
         if self.path in self.fake.objects:
             self.fake.unexport(self.path)
+
+
+class CreationPromptObject(PromptObject):
+    """The prompt CreateCollection returns in no-default-collection (gnome-keyring asks for the new
+    keyring's password): `complete` creates it and completes with its path (`o`), `dismiss`
+    completes dismissed and creates nothing."""
+
+    def __init__(self, fake, path, outcome, objects, delay, label, alias):
+        super().__init__(fake, path, outcome, objects, delay)
+        self.label, self.alias = label, alias
+
+    def finish(self):
+        self.timer = None
+        if self.outcome == 'complete':
+            self.complete(False, dbus.ObjectPath(self.fake.create_collection(self.label, self.alias)))
+        else:
+            self.complete(True, dbus.ObjectPath(NO_OBJECT))
+        return False
 
 
 class ControlObject(dbus.service.Object):

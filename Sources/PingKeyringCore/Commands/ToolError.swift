@@ -54,6 +54,17 @@ struct ToolError: Error, Equatable, Sendable {
     /// For developers and administrators: object paths, D-Bus error names, the provider's own
     /// text (the library's ``KeychainError/detail``). Shown under the message.
     var detail: String?
+    /// The library's advice (its `recoverySuggestion`), which ``message`` ends with: kept apart so
+    /// that a report with advice of its own (the doctor's fix) shows advice once.
+    var recovery: String?
+
+    /// ``message`` without the library's advice: what happened.
+    var happened: String {
+        guard let recovery, let range = message.firstRange(of: " " + recovery) else { return message }
+        var text = message
+        text.removeSubrange(range)
+        return text
+    }
 
     init(kind: String, message: String, status: ExitCode? = nil, detail: String? = nil) {
         self.kind = kind
@@ -74,7 +85,9 @@ struct ToolError: Error, Equatable, Sendable {
         case let error as ToolError:
             return error
         case let error as KeychainError:
-            return ToolError(kind: error.kind, message: error.errorMessage, detail: error.detail)
+            var failure = ToolError(kind: error.kind, message: error.errorMessage, detail: error.detail)
+            failure.recovery = error.recoverySuggestion
+            return failure
         case let error as SecretServiceError:
             return from(keychainError(from: error))
         case let error as EncryptorError:

@@ -17,8 +17,9 @@ enum Doctor {
             + "--components=secrets`), KeePassXC with Tools > Settings > Secret Service Integration on, or KWallet."
         static let providerHung = "check that the provider is running and not stopped "
             + "(`ps -C gnome-keyring-daemon -o pid,stat`), or raise --timeout."
-        static let defaultCollection = "set a default collection in your keyring manager (Passwords and Keys on "
-            + "GNOME: set a keyring as default; KeePassXC: expose a group under Secret Service Integration), or pass "
+        static let defaultCollection = "no default keyring exists yet: create one (an app that allows prompts creates it "
+            + "on first use, asking for its password; or create a keyring in your keyring manager and make it the default: "
+            + "Passwords and Keys on GNOME, or in KeePassXC expose a group under Secret Service Integration), or pass "
             + "--collection with one of the collections listed in the details."
         static let collection = "pass --collection with one of the collections listed in the details, or create "
             + "the alias in your keyring manager."
@@ -182,8 +183,9 @@ enum Doctor {
         let items: [EncryptionKeyItem]
         switch result {
         case .failure(let error):
-            let failure = ToolError(kind: error.kind, message: "cannot search the keyring for encryption keys: "
+            var failure = ToolError(kind: error.kind, message: "cannot search the keyring for encryption keys: "
                                         + error.message, status: error.status)
+            failure.recovery = error.recovery
             let fix = switch error.kind {
             case "locked", "promptDismissed": Fix.unlocked
             case "timedOut": Fix.providerHung

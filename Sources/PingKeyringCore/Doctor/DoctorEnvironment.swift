@@ -101,8 +101,11 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
     }
 
     func collection() async throws(ToolError) -> SecretCollectionInfo {
-        // Plain transport is reported by its own check; reading a collection sends no secret.
-        let client = settings.client(allowsPlainTransport: true)
+        // Plain transport is reported by its own check; reading a collection sends no secret. No
+        // prompt: a missing default collection is reported, not created (an app creates it).
+        var options = settings.clientOptions(allowsPlainTransport: true)
+        options.allowsPrompts = false
+        let client = ClientCalls.client(for: settings.configuration(), options: options)
         do {
             return try await client.collectionInfo(settings.configuration().collection)
         } catch {

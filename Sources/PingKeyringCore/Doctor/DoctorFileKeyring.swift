@@ -108,9 +108,10 @@ extension Doctor {
         }
         if let moveIn = await environment.movedIn() {
             if let error = moveIn.error {
-                checks.append(.fail("movedIn", "copied in", ToolError(
-                    kind: error.kind, message: "the host's items were not copied in: \(error.message)",
-                    status: error.status, detail: error.detail), fix: FileFix.moveIn))
+                var failure = ToolError(kind: error.kind, message: "the host's items were not copied in: \(error.message)",
+                                        status: error.status, detail: error.detail)
+                failure.recovery = error.recovery
+                checks.append(.fail("movedIn", "copied in", failure, fix: FileFix.moveIn))
             } else {
                 checks.append(.pass("movedIn", "copied in", moveIn.description))
             }

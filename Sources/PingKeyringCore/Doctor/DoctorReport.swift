@@ -38,8 +38,11 @@ struct DoctorCheck: Sendable, Equatable {
         DoctorCheck(id: id, title: title, status: .skip, detail: "skipped: \(detail)")
     }
 
+    /// A failed check: what happened, and one piece of advice: `fix`, or the library's own advice
+    /// where the doctor has none of its own (``Doctor/Fix/seeMessage``), never both.
     static func fail(_ id: String, _ title: String, _ error: ToolError, fix: String) -> DoctorCheck {
-        DoctorCheck(id: id, title: title, status: .fail, detail: error.message, technicalDetail: error.detail, fix: fix,
+        DoctorCheck(id: id, title: title, status: .fail, detail: error.happened, technicalDetail: error.detail,
+                    fix: fix == Doctor.Fix.seeMessage ? error.recovery ?? fix : fix,
                     errorKind: error.kind, exitStatus: error.status)
     }
 

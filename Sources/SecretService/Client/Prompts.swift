@@ -18,28 +18,33 @@ enum Prompts {
         let started = ContinuousClock.now
         let router = session.bus.router
         let waiter = OneShot<Variant, SecretServiceError>(operation: operation, deadline: deadline)
-        let completed = try await waiter.value { waiter in
-            let signal = SignalRouter.AwaitedSignal(sender: session.owner, interface: "org.freedesktop.Secret.Prompt",
-                                                    member: "Completed", operation: operation) { waiter.finish($0) }
-            guard router.awaitSignal(signal, on: path, fromProvider: true) else {
-                waiter.finish(.failure(.disconnected(operation, detail: "the keyring service changed before its prompt ran")))
-                return
+        let completed: Variant
+        do throws(SecretServiceError) {
+            completed = try await waiter.value { waiter in
+                let signal = SignalRouter.AwaitedSignal(sender: session.owner, interface: "org.freedesktop.Secret.Prompt",
+                                                        member: "Completed", operation: operation) { waiter.finish($0) }
+                guard router.awaitSignal(signal, on: path, fromProvider: true) else {
+                    waiter.finish(.failure(.disconnected(operation, detail: "the keyring service changed before its prompt ran")))
+                    return
+                }
+                let serial = session.bus.send(
+                    MethodCall(destination: session.owner, path: path, interface: "org.freedesktop.Secret.Prompt",
+                               member: "Prompt", arguments: .tuple([.string("")])),
+                    operation: operation, phase: .call
+                ) { reply in
+                    if case .failure(let error) = reply { waiter.finish(.failure(error)) }
+                }
+                waiter.onEnd { result in
+                    router.stopAwaiting(on: path)
+                    if let serial { router.forget(serial: serial) }
+                    guard case .failure(let error) = result, error.code == .timedOut || error.code == .cancelled else { return }
+                    LoopThread.shared.assertCurrent("deadlines and cancellations end on the loop thread")
+                    SecretServiceDiagnostics.report(.warning, "\(operation): the prompt was not answered (\(error.code)); dismissing it")
+                    dismiss(path, in: session)
+                }
             }
-            let serial = session.bus.send(
-                MethodCall(destination: session.owner, path: path, interface: "org.freedesktop.Secret.Prompt",
-                           member: "Prompt", arguments: .tuple([.string("")])),
-                operation: operation, phase: .call
-            ) { reply in
-                if case .failure(let error) = reply { waiter.finish(.failure(error)) }
-            }
-            waiter.onEnd { result in
-                router.stopAwaiting(on: path)
-                if let serial { router.forget(serial: serial) }
-                guard case .failure(let error) = result, error.code == .timedOut || error.code == .cancelled else { return }
-                LoopThread.shared.assertCurrent("deadlines and cancellations end on the loop thread")
-                SecretServiceDiagnostics.report(.warning, "\(operation): the prompt was not answered (\(error.code)); dismissing it")
-                dismiss(path, in: session)
-            }
+        } catch where error.code == .timedOut {
+            throw error.with(detail: "waited \(elapsedMilliseconds(since: started)) for the prompt \(path) to complete; it was dismissed")
         }
         guard completed.isOfType("(bv)") else {
             throw .protocolError(operation, detail: "Completed of type \(completed.typeString)")

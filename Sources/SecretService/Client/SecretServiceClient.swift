@@ -18,6 +18,13 @@ import Waiting
 /// ``SecretServiceError``, and never blocks the calling thread: calls go out from the calling
 /// task and their replies come back through GDBus's reader thread.
 ///
+/// ## The default collection
+/// A call that names the `default` collection when the provider has none (a freshly started
+/// gnome-keyring without a login keyring) creates it through the provider ("Default keyring",
+/// alias `default`; the provider's prompt asks for its password) when ``Options/allowsPrompts`` is
+/// true, once for concurrent first calls; otherwise, or when that prompt is dismissed, it throws
+/// `.collectionNotFound` saying that no default keyring exists yet and how to create one.
+///
 /// ## Unlock policy
 /// Locked is never reported as "not found". Where a call needs something unlocked, it asks the
 /// provider to unlock it; when that needs a prompt and ``Options/allowsPrompts`` is false, the call
@@ -183,7 +190,8 @@ public final class SecretServiceClient: Sendable {
 
     /// Runs `body` with the current session and the call's deadline; opens a new session and runs
     /// it again (twice at most, within the deadline) when the provider went away or forgot the
-    /// session.
+    /// session. When the provider stopped answering (an earlier call got no reply at all), `body`
+    /// runs only once a quick probe is answered; else the call fails at once with `.notResponding`.
     func perform<Value: Sendable>(
         _ operation: String,
         _ body: (ProviderSession, Deadline) async throws(SecretServiceError) -> Value
@@ -200,6 +208,7 @@ public final class SecretServiceClient: Sendable {
             }
             do throws(SecretServiceError) {
                 let started = ContinuousClock.now
+                try await session.bus.ensureResponding(session.owner, operation: operation, deadline: deadline)
                 let value = try await body(session, deadline)
                 SecretServiceDiagnostics.report(.debug, "\(operation): \(elapsedMilliseconds(since: started))")
                 return value

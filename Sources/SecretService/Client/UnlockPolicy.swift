@@ -76,7 +76,8 @@ extension SecretServiceClient {
     }
 
     /// The object path of `collection`: aliases are read (and given paths checked) once per session,
-    /// concurrent callers sharing the read.
+    /// concurrent callers sharing the read. A missing `default` collection is created when prompts
+    /// are allowed (``createDefaultCollection(_:_:findOperation:)``).
     /// - Throws: `.collectionNotFound`, naming the collections that exist.
     func resolve(_ collection: CollectionReference, _ session: ProviderSession,
                  _ deadline: Deadline) async throws(SecretServiceError) -> ObjectPath {
@@ -91,7 +92,9 @@ extension SecretServiceClient {
             let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias",
                                                .tuple([.string(collection.aliasName ?? "")]),
                                                operation: operation, deadline: deadline).body("(o)", in: operation)
-            return ObjectPath(trusted: reply.child(0).string)
+            let path = ObjectPath(trusted: reply.child(0).string)
+            guard path == .none, collection == .default else { return path }
+            return try await createDefaultCollection(session, deadline, findOperation: operation)
         }
         guard path != .none else {
             throw .collectionNotFound(operation, collection, known: try await listCollections(session, deadline))

@@ -49,6 +49,8 @@ final class BusConnection: Sendable {
     let router: SignalRouter
     private let filterID: guint
     private let closedHandler: gulong
+    /// The probe of a provider that stopped answering, one at a time (``ensureResponding(_:operation:deadline:)``).
+    let probing = SharedWork<Bool, SecretServiceError>(timekeeper: LoopThread.timekeeper)
 
     private init(gdbus: GObjectOwner, uniqueName: String, router: SignalRouter, filterID: guint, closedHandler: gulong) {
         self.gdbus = gdbus
@@ -155,16 +157,32 @@ final class BusConnection: Sendable {
     /// (GLib's shared session-bus connection does); always false for ours. For tests.
     package var exitsOnClose: Bool { g_dbus_connection_get_exit_on_close(gdbus.opaque) != 0 }
 
-    /// Sends `call` and waits for its reply.
-    /// - Throws: the reply's error, translated for `phase`; `.timedOut` at `deadline`; `.cancelled`;
-    ///   `.disconnected` when the connection closes or (for calls to the provider) the provider
-    ///   goes away first.
+    /// Sends `call` and waits for its reply. A call to the provider that gets no reply by its
+    /// deadline tells the router the provider may have stopped (``SignalRouter/noReply(serial:)``).
+    /// - Throws: the reply's error, translated for `phase`; `.timedOut` at `deadline` (its detail
+    ///   says which call waited how long); `.cancelled`; `.disconnected` when the connection closes
+    ///   or (for calls to the provider) the provider goes away first.
     func call(_ call: MethodCall, operation: String, phase: CallPhase = .call,
               deadline: Deadline) async throws(SecretServiceError) -> Reply {
         let waiter = OneShot<Reply, SecretServiceError>(operation: operation, deadline: deadline)
-        return try await waiter.value { waiter in
-            let serial = send(call, operation: operation, phase: phase) { waiter.finish($0) }
-            if let serial { waiter.onEnd { [router] _ in router.forget(serial: serial) } }
+        let unanswered = Locked<String?>(nil)
+        do throws(SecretServiceError) {
+            return try await waiter.value { waiter in
+                let serial = send(call, operation: operation, phase: phase) { waiter.finish($0) }
+                if let serial {
+                    waiter.onEnd { [router] result in
+                        if case .failure(let error) = result, error.code == .timedOut {
+                            let waited = router.noReply(serial: serial)
+                            unanswered.withLock { $0 = waited }
+                        } else {
+                            router.forget(serial: serial)
+                        }
+                    }
+                }
+            }
+        } catch where error.code == .timedOut {
+            guard let waited = unanswered.withLock({ $0 }) else { throw error }
+            throw error.with(detail: waited)
         }
     }
 
@@ -175,8 +193,9 @@ final class BusConnection: Sendable {
               deliver: @escaping @Sendable (Result<Reply, SecretServiceError>) -> Void) -> UInt32? {
         let message = call.message()
         defer { g_object_unref(UnsafeMutableRawPointer(message)) }
-        let pending = SignalRouter.PendingReply(destination: call.destination, member: call.member, operation: operation, phase: phase,
-                                   isOwnerQuery: call.isOwnerQuery, deliver: deliver)
+        let pending = SignalRouter.PendingReply(destination: call.destination, path: call.path.rawValue, interface: call.interface,
+                                                member: call.member, operation: operation, phase: phase,
+                                                isOwnerQuery: call.isOwnerQuery, isProbe: call.isProbe, deliver: deliver)
         var failure: CapturedError?
         // Registered under the lock the filter takes: a reply that comes before send_message
         // returns still finds its entry.
@@ -242,6 +261,8 @@ struct MethodCall: Sendable {
     var arguments: Argument?
     /// A `GetNameOwner` of `org.freedesktop.secrets`, whose answer the router records in order.
     var isOwnerQuery = false
+    /// A probe of a provider that stopped answering (``ProviderSilence/probe(to:)``).
+    var isProbe = false
     /// File descriptors sent with the call (`.handle(i)` refers to the i-th); the message keeps
     /// duplicates of them, so the caller still owns and closes its own.
     var fileDescriptors: [Int32] = []

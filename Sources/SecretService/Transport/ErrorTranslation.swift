@@ -78,4 +78,9 @@ extension SecretServiceError {
     func with(dbusErrorName name: String?) -> SecretServiceError {
         SecretServiceError(code, operation: operation, message: message, recovery: recovery, detail: detail, dbusErrorName: name)
     }
+
+    /// The same error with `detail` in place of its own.
+    func with(detail: String) -> SecretServiceError {
+        SecretServiceError(code, operation: operation, message: message, recovery: recovery, detail: detail, dbusErrorName: dbusErrorName)
+    }
 }

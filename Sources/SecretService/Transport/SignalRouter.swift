@@ -17,13 +17,21 @@ final class SignalRouter: Sendable {
     struct PendingReply: Sendable {
         /// Whom the call went to: the provider's unique name, or the bus.
         let destination: String
+        /// The object and interface called, for messages.
+        var path: String = ""
+        var interface: String = ""
         /// The method, e.g. `GetSecret`.
         let member: String
         let operation: String
         let phase: CallPhase
         /// A GetNameOwner of `org.freedesktop.secrets`: its answer sets the owner, in order.
         let isOwnerQuery: Bool
+        /// A probe of a silent provider (``ProviderSilence/probe(to:)``).
+        var isProbe = false
         let deliver: @Sendable (Result<Reply, SecretServiceError>) -> Void
+        /// Set when registered: when it was sent, and how many prompts had been awaited by then.
+        fileprivate(set) var sent = ContinuousClock.now
+        fileprivate(set) var promptsAwaitedBefore: UInt64 = 0
     }
 
     /// A signal awaited from one process: a prompt's `Completed`, a portal request's `Response`.
@@ -44,6 +52,10 @@ final class SignalRouter: Sendable {
         var owner: String?
         var changes: UInt64 = 0
         var closed = false
+        /// How many prompts' `Completed` have been awaited on this connection.
+        var promptsAwaited: UInt64 = 0
+        /// The provider that stopped answering, if it has (the one record of its health).
+        var silence: ProviderSilence?
         /// The members of the calls sent, in order (the last ``callLogLimit``), for tests.
         var callLog: [String] = []
     }
@@ -71,6 +83,9 @@ final class SignalRouter: Sendable {
     func registering<R>(_ body: (_ closed: Bool, _ register: (UInt32, PendingReply) -> Void) -> R) -> R {
         state.withLock { state in
             body(state.closed) { serial, pending in
+                var pending = pending
+                pending.sent = .now
+                pending.promptsAwaitedBefore = state.promptsAwaited
                 state.replies[serial] = pending
                 state.callLog.append(pending.member)
                 if state.callLog.count > Self.callLogLimit { state.callLog.removeFirst() }
@@ -83,12 +98,45 @@ final class SignalRouter: Sendable {
 
     func forget(serial: UInt32) { _ = state.withLock { $0.replies.removeValue(forKey: serial) } }
 
+    /// The call with `serial` reached its deadline without a reply: forgets it, and records the
+    /// provider as silent when the call went to it and no prompt was open at any time since it
+    /// was sent (``ProviderSilence``). Returns what the call waited for and how long, for its error.
+    @discardableResult
+    func noReply(serial: UInt32) -> String? {
+        state.withLock { state -> String? in
+            guard let pending = state.replies.removeValue(forKey: serial) else { return nil }
+            let waited = "got no reply within \((ContinuousClock.now - pending.sent).secondsText)"
+            let promptOpen = state.promptsAwaited != pending.promptsAwaitedBefore
+                || state.awaited.values.contains { $0.interface == "org.freedesktop.Secret.Prompt" }
+            if let owner = state.owner, pending.destination == owner, !promptOpen {
+                if var silence = state.silence, silence.provider == owner {
+                    if pending.isProbe {
+                        silence.probes += 1
+                        silence.lastProbe = waited
+                    }
+                    state.silence = silence
+                } else {
+                    state.silence = ProviderSilence(provider: owner, since: pending.sent,
+                                                    unansweredCall: "\(pending.callDescription) \(waited)")
+                }
+            }
+            return "\(pending.callDescription) \(waited) (sent to \(pending.destination))"
+        }
+    }
+
+    /// The provider's silence, when `owner` is the provider and it has been silent since a call
+    /// it did not answer.
+    func silence(of owner: String) -> ProviderSilence? {
+        state.withLock { state in state.silence.flatMap { $0.provider == owner && state.owner == owner ? $0 : nil } }
+    }
+
     /// Awaits `signal` on `path`; false when the connection closed, or when the signal is awaited
     /// from the Secret Service provider (`fromProvider`) and that provider changed already.
     func awaitSignal(_ signal: AwaitedSignal, on path: ObjectPath, fromProvider: Bool) -> Bool {
         state.withLock { state in
             guard !state.closed, !fromProvider || state.owner == signal.sender else { return false }
             state.awaited[path.rawValue] = signal
+            if signal.interface == "org.freedesktop.Secret.Prompt" { state.promptsAwaited += 1 }
             return true
         }
     }
@@ -113,8 +161,11 @@ final class SignalRouter: Sendable {
         let serial = g_dbus_message_get_reply_serial(message)
         let isError = g_dbus_message_get_message_type(message) == G_DBUS_MESSAGE_TYPE_ERROR
         let body = g_dbus_message_get_body(message).map(Variant.init(retaining:))
+        let sender = g_dbus_message_get_sender(message).map { String(cString: $0) }
         guard let (pending, token) = state.withLock({ state -> (PendingReply, ChangeToken)? in
             guard let pending = state.replies.removeValue(forKey: serial) else { return nil }
+            // It answers (an error the bus sends in its name, such as NoReply, is no answer).
+            if let sender, sender == state.owner { state.silence = nil }
             if pending.isOwnerQuery, !isError, let body, body.isOfType("(s)") {
                 let owner = body.child(0).string
                 if state.owner != owner {
@@ -153,6 +204,7 @@ final class SignalRouter: Sendable {
         let path = g_dbus_message_get_path(message).map { String(cString: $0) } ?? ""
         let awaited: AwaitedSignal? = state.withLock { state in
             if sender == state.owner {
+                state.silence = nil  // it speaks
                 switch (interface, member) {
                 case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"):
                     state.changes += 1
@@ -184,6 +236,7 @@ final class SignalRouter: Sendable {
         let (replies, signals) = state.withLock { state -> ([PendingReply], [AwaitedSignal]) in
             state.owner = newOwner.isEmpty ? nil : newOwner
             state.changes += 1
+            state.silence = nil
             guard !oldOwner.isEmpty else { return ([], []) }
             let replies = state.replies.filter { $0.value.destination == oldOwner }
             for serial in replies.keys { state.replies[serial] = nil }

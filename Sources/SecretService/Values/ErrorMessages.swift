@@ -45,12 +45,24 @@ extension SecretServiceError {
             recovery: unlockAdvice, detail: detail)
     }
 
+    /// The call's deadline passed. The detail says what was waited for; waits that know more
+    /// (a D-Bus call, a prompt) replace it with which call or prompt waited how long.
     package static func timedOut(_ operation: String, after timeout: Duration) -> SecretServiceError {
         SecretServiceError(
             .timedOut, operation: operation,
             message: "The keyring did not answer within \(timeout.secondsText).",
             recovery: "Check that the keyring service is running and not waiting on a prompt no one can see, "
-                + "then try again or allow a longer timeout.")
+                + "then try again or allow a longer timeout.",
+            detail: "waited \(timeout.secondsText), the call's whole timeout, to \(operation)")
+    }
+
+    static func notResponding(_ operation: String, detail: String) -> SecretServiceError {
+        SecretServiceError(
+            .notResponding, operation: operation,
+            message: "The keyring service has stopped answering: it did not answer an earlier call, and it still does not.",
+            recovery: "Check that the keyring service is running and not stopped or frozen, and restart it if need be; "
+                + "calls go through again as soon as it answers.",
+            detail: detail)
     }
 
     package static func cancelled(_ operation: String) -> SecretServiceError {
@@ -103,17 +115,33 @@ extension SecretServiceError {
             dbusErrorName: dbusErrorName)
     }
 
+    /// How to create a default collection, whatever the desktop.
+    static let createDefaultAdvice = "Create one: run the program again with prompts allowed (the keyring service "
+        + "asks for the new keyring's password), or create a keyring in your keyring manager and make it the default "
+        + "(Passwords and Keys on GNOME; KeePassXC: expose a group under Secret Service Integration); "
+        + "`secret-tool store` creates one too."
+
+    /// `collection` does not exist. For `.default`: "no default keyring exists yet" (no collection
+    /// but an in-memory `session` one, as on a freshly started gnome-keyring) or "no keyring is set
+    /// as the default", with how to create one; `note` (in `detail`) says why none was created.
     package static func collectionNotFound(_ operation: String, _ collection: CollectionReference,
-                                   known: [SecretCollectionInfo]) -> SecretServiceError {
-        let labels = known.map { $0.label.isEmpty ? "(no label)" : $0.label }
-        let fix = collection == .default
-            ? "Make one of your keyrings the default in your keyring manager (KeePassXC: expose a group under "
-              + "Secret Service Integration), or choose a collection explicitly."
-            : "Choose another collection, or create this one in your keyring manager."
-        return SecretServiceError(
-            .collectionNotFound, operation: operation,
-            message: "The keyring has no collection for \(collection.description)"
-                + (labels.isEmpty ? "." : "; it has: \(labels.joined(separator: ", ")).") ,
-            recovery: fix, detail: "collections: " + (known.isEmpty ? "none" : known.map(\.path.description).joined(separator: ", ")))
+                                           known: [SecretCollectionInfo], note: String? = nil) -> SecretServiceError {
+        let labels = known.map(\.label).filter { !$0.isEmpty }
+        let listing = labels.isEmpty ? "." : "; it has: \(labels.joined(separator: ", "))."
+        let message: String
+        let fix: String
+        if collection == .default {
+            // gnome-keyring's `session` collection is in memory only: not a keyring one could use.
+            let keyrings = known.filter { $0.path.rawValue.split(separator: "/").last != "session" }
+            message = keyrings.isEmpty ? "No default keyring exists yet."
+                : "No keyring is set as the default; it has: \(keyrings.map { $0.label.isEmpty ? "(no label)" : $0.label }.joined(separator: ", "))."
+            fix = createDefaultAdvice
+        } else {
+            message = "The keyring has no collection for \(collection.description)" + listing
+            fix = "Choose another collection, or create this one in your keyring manager."
+        }
+        let paths = "collections: " + (known.isEmpty ? "none" : known.map(\.path.description).joined(separator: ", "))
+        return SecretServiceError(.collectionNotFound, operation: operation, message: message, recovery: fix,
+                                  detail: note.map { "\($0); \(paths)" } ?? paths)
     }
 }

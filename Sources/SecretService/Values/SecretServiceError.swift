@@ -30,6 +30,11 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
         public static let promptDismissed = Code("promptDismissed")
         /// The call did not end before its deadline.
         public static let timedOut = Code("timedOut")
+        /// The provider stopped answering: an earlier call to it got no reply at all by its deadline
+        /// (while no prompt was open), and it has not answered since, a quick probe included. The
+        /// call failed at once without being sent; ``SecretServiceError/detail`` says since when
+        /// and what was tried. Calls go through again as soon as the provider answers.
+        public static let notResponding = Code("notResponding")
         /// The calling Task was cancelled.
         public static let cancelled = Code("cancelled")
         /// The item no longer exists (deleted or replaced by another client).
@@ -104,9 +109,12 @@ import FoundationEssentials
 import Foundation
 #endif
 
+/// Foundation's roles, so that advice is shown once: `localizedDescription` (``errorDescription``)
+/// says what happened and ``recoverySuggestion`` what to do, as an alert built from an error shows
+/// them; ``description`` is the one-line form with both.
 extension SecretServiceError: LocalizedError {
-    /// ``message`` followed by ``recovery``.
-    public var errorDescription: String? { [message, recovery].compactMap { $0 }.joined(separator: " ") }
+    /// ``message``: what happened, without the advice.
+    public var errorDescription: String? { message }
     /// ``message``.
     public var failureReason: String? { message }
     /// ``recovery``.
