@@ -50,6 +50,8 @@ extension Integration {
         @Test func daemonKilledAndRestartedCostsNoFailedCall() async throws {
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
+            // Saved once no save is under way and then saved: the provider is ended below.
+            try await Harness.waitUntilPersisted()
             try await storage.save(item: "before the restart")
             try await Harness.waitUntilPersisted()
             try Harness.ctl("kill")
@@ -64,6 +66,8 @@ extension Integration {
         @Test func daemonGoneFailsFastThenRecoversWhenItIsBack() async throws {
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
+            // Saved once no save is under way and then saved: the provider is ended below.
+            try await Harness.waitUntilPersisted()
             try await storage.save(item: "kept")
             try await Harness.waitUntilPersisted()
             try Harness.ctl("stop")
@@ -170,6 +174,8 @@ extension Integration {
 
         @Test func lockedKeyringWithPromptsDisabledFailsAtOnceAndTouchesNothing() async throws {
             let account = uniqueAccount()
+            // Saved once no save is under way (see Harness.waitUntilPersisted): killed below.
+            try await Harness.waitUntilPersisted()
             try await KeychainStorage<String>(account: account).save(item: "locked away")
             // Read once: the item is remembered, so the calls below take the known-item paths.
             #expect(try await KeychainStorage<String>(account: account).get() == "locked away")

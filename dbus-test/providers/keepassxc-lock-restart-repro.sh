@@ -1,50 +1,116 @@
 #!/usr/bin/env bash
-# dbus-test/run --provider keepassxc dbus-test/providers/keepassxc-lock-restart-repro.sh [ROUNDS] [kill|stop]
+# dbus-test/run --provider keepassxc dbus-test/providers/keepassxc-lock-restart-repro.sh [ROUNDS] [kill|stop] [DELAY_MS]
 #
-# KeePassXC alone, with secret-tool (libsecret) as the only client: no PingStorage in any process.
-# Each round stores an item, waits until the database file has been written and then left alone
-# for 1.2 s (KeePassXC saves 0.1-0.3 s after a change), locks the collection (Lock, then its
-# prompt, as `ctl lock`), ends KeePassXC (SIGKILL by default, as the integration test does; `stop`
-# for SIGTERM), starts it again and looks the item up. Prints each round's outcome and a summary;
-# exits 1 when an item was lost, 0 when every item was kept. See PROVIDERS.md (keepassxc).
+# KeePassXC 2.7.4 loses an item stored while it is saving its database, with secret-tool as the
+# only client (and libsecret's own Python binding once, for a secret longer than secret-tool
+# takes): no PingStorage in any process. See PROVIDERS.md (keepassxc) for the cause.
+#
+# Set-up: one 2 MB item stored and deleted (the database keeps it in its recycle bin, as the
+# integration suite's database keeps the 1 MiB item of oneMebibyteItemRoundTrips), so that each
+# save takes a few hundred milliseconds. Each round then, as the integration suite did:
+#   1. stores item x (KeePassXC starts saving 150 ms later), as an earlier test's last write did;
+#   2. stores item y halfway through that save (KeePassXC writes through an unnamed temporary
+#      file in the database's directory, seen in /proc/PID/fd while it saves; how long a save
+#      lasts is measured once first): after the save has read the root group's entries, before
+#      it has written the recycle bin;
+#   3. waits until the database file has been left alone for 1.2 s with no save under way;
+#   4. locks the collection (Lock, then its prompt, as `ctl lock`), ends KeePassXC (SIGKILL by
+#      default, as the integration test does; `stop` for SIGTERM), starts it again and looks
+#      both items up.
+# DELAY_MS stores y that long after the save began instead of halfway (the control: with a delay
+# longer than a save, y is stored after it and kept).
+# A round counts y LOST when the lookup after the restart finds nothing (before the lock, y is
+# found: KeePassXC holds it in memory only). x is always kept: its save began after it.
+# KeePassXC may also crash (SIGSEGV) when y arrives while it writes the database; such a round is
+# counted apart (the provider log says "Segmentation fault") and KeePassXC is started again.
+# Exits 1 when an item was lost, 0 when every item was kept.
 set -uo pipefail
-rounds=${1:-20}
+rounds=${1:-10}
 ending=${2:-kill}
+delay_ms=${3:-}
 : "${DBUS_TEST_CTL:?run this inside dbus-test/run --provider keepassxc}"
 [[ ${DBUS_TEST_PROVIDER:-} == keepassxc ]] || { echo "run this with --provider keepassxc" >&2; exit 2; }
 [[ $ending == kill || $ending == stop ]] || { echo "the second argument is kill or stop" >&2; exit 2; }
-db="$DBUS_TEST_DIR/keepassxc/passwords.kdbx"
+ctl=$DBUS_TEST_CTL
+dir="$DBUS_TEST_DIR/keepassxc"
+db="$dir/passwords.kdbx"
+log="$DBUS_TEST_DIR/provider.log"
 
-# Waits until the database file's modification time has not changed for 1.2 s (at most 10 s).
+saving() { find "/proc/$("$ctl" pid)/fd" -lname "$dir/#*" 2>/dev/null | grep -q .; }
+
+# Until the file is unchanged and no save is under way for 1.2 s (at most 30 s).
 wait_until_saved() {
     local last now quiet=0
-    last=$(stat -c %Y.%y "$db" 2>/dev/null)
-    for _ in $(seq 1 100); do
+    last=$(stat -c %y "$db")
+    for _ in $(seq 1 300); do
         sleep 0.1
-        now=$(stat -c %Y.%y "$db" 2>/dev/null)
-        if [[ $now != "$last" ]]; then last=$now; quiet=0; else quiet=$((quiet + 1)); fi
+        now=$(stat -c %y "$db")
+        if [[ $now != "$last" ]] || saving; then last=$now; quiet=0; else quiet=$((quiet + 1)); fi
         ((quiet >= 12)) && return 0
     done
 }
 
-lost=0
+# Until a save is under way (at most 3 s); fails when none began.
+wait_until_saving() {
+    for _ in $(seq 1 600); do
+        saving && return 0
+        sleep 0.005
+    done
+    return 1
+}
+
+lookup() { timeout 10 secret-tool lookup service keepassxc-repro account "$1" 2>/dev/null; }
+store() { printf '%s' "$2" | timeout 10 secret-tool store --label="repro $1" service keepassxc-repro account "$1"; }
+
+/usr/bin/python3 -c '
+import base64, os, gi
+gi.require_version("Secret", "1")
+from gi.repository import Secret
+Secret.password_store_sync(None, {"service": "keepassxc-repro", "account": "filler"}, Secret.COLLECTION_DEFAULT,
+                           "repro filler", base64.b64encode(os.urandom(1500000)).decode(), None)' ||
+    { echo "could not store the filler item" >&2; exit 2; }
+timeout 10 secret-tool clear service keepassxc-repro account filler
+wait_until_saved
+# How long a save lasts: store, wait until the save is under way, then until it has ended.
+store measure kept
+wait_until_saving || { echo "KeePassXC did not save after a store" >&2; exit 2; }
+began=$(date +%s%N)
+while saving; do sleep 0.005; done
+lasts=$((($(date +%s%N) - began) / 1000000))
+wait_until_saved
+delay_ms=${delay_ms:-$((lasts / 2))}
+echo "database: $(stat -c %s "$db") bytes; a save lasts $lasts ms; y is stored $delay_ms ms after one began"
+delay=$(awk -v ms="$delay_ms" 'BEGIN { printf "%.3f", ms / 1000 }')
+
+said() { if [[ -n $1 ]]; then echo kept; else echo LOST; fi; }
+seen() { if [[ -n $1 ]]; then echo found; else echo "not found"; fi; }
+
+lost=0 crashed=0 counted=0
 for round in $(seq 1 "$rounds"); do
-    account="repro-$$-$round"
-    if ! printf 'kept-%s' "$round" | timeout 10 secret-tool store --label="repro $round" service keepassxc-repro account "$account"; then
-        echo "round $round: the store failed (not counted)"
+    x="x-$$-$round" y="y-$$-$round"
+    segfaults=$(grep -c "Segmentation fault" "$log")
+    if ! store "$x" kept; then echo "round $round: x's store failed (not counted)"; continue; fi
+    if ! wait_until_saving; then echo "round $round: no save seen after x (not counted)"; wait_until_saved; continue; fi
+    sleep "$delay"
+    store "$y" kept
+    wait_until_saved
+    before=$(lookup "$y")
+    "$ctl" lock
+    "$ctl" "$ending"
+    "$ctl" start
+    found_x=$(lookup "$x") found_y=$(lookup "$y")
+    if (($(grep -c "Segmentation fault" "$log") > segfaults)); then
+        crashed=$((crashed + 1))
+        echo "round $round: KeePassXC crashed (SIGSEGV); x $(said "$found_x"), y $(said "$found_y") (not counted)"
         continue
     fi
-    wait_until_saved
-    "$DBUS_TEST_CTL" lock
-    "$DBUS_TEST_CTL" "$ending"
-    "$DBUS_TEST_CTL" start
-    found=$(timeout 10 secret-tool lookup service keepassxc-repro account "$account" 2>&1)
-    if [[ $found == "kept-$round" ]]; then
-        echo "round $round: kept"
+    counted=$((counted + 1))
+    if [[ $found_y == kept ]]; then
+        echo "round $round: y kept (x $(said "$found_x"); y before the lock: $(seen "$before"))"
     else
         lost=$((lost + 1))
-        echo "round $round: LOST (lookup printed '${found}'; items of the test service now: $(timeout 10 secret-tool search --all service keepassxc-repro 2>/dev/null | grep -c '^\[' ))"
+        echo "round $round: y LOST (x $(said "$found_x"); y before the lock: $(seen "$before"))"
     fi
 done
-echo "$lost of $rounds items lost across a lock and a restart ($ending)"
+echo "$lost of $counted items y (stored $delay_ms ms after a save began) lost across a lock and a restart ($ending); KeePassXC crashed in $crashed more rounds"
 ((lost == 0))
