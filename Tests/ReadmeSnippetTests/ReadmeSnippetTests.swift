@@ -51,6 +51,28 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(versions.first.map(String.init) == PingStorageVersion.current,
                 "CHANGELOG.md's newest version must be PingStorageVersion.current (Sources/PingStorage/Version.swift)")
     }
+
+    /// The release a reader is told to depend on, or is shown installed, is the package's version:
+    /// every `from:` of a pingstorage-linux dependency (README.md, the Getting Started article) and
+    /// every `ping-keyring X.Y.Z` in docs/install.md. CHANGELOG.md's entry for it has a date.
+    @Test func theDocumentsNameTheReleaseThePackageIs() throws {
+        let current = PingStorageVersion.current
+        let dependencies = ["README.md", "Sources/PingStorage/PingStorage.docc/GettingStarted.md"]
+        for path in dependencies {
+            let text = try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+            let lines = text.split(separator: "\n").filter { $0.contains(".package(") && $0.contains("pingstorage-linux") && $0.contains("from:") }
+            #expect(!lines.isEmpty, "\(path) shows no versioned pingstorage-linux dependency")
+            for line in lines {
+                #expect(line.contains("from: \"\(current)\""), "\(path): \(line.trimmingCharacters(in: .whitespaces)) is not \(current)")
+            }
+        }
+        let install = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/install.md"), encoding: .utf8)
+        let printed = install.matches(of: /ping-keyring (\d+\.\d+\.\d+)/).map { String($0.1) }
+        #expect(!printed.isEmpty && printed.allSatisfy { $0 == current }, "docs/install.md shows ping-keyring \(printed)")
+        let changelog = try String(contentsOf: repositoryRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains(try Regex("\n## \\[\(current)\\] - \\d{4}-\\d{2}-\\d{2}\n")),
+                "CHANGELOG.md has no dated entry '## [\(current)] - YYYY-MM-DD'")
+    }
 }
 
 /// The identities and `name:`s of a dumped manifest's dependencies, and the `package:` of every
