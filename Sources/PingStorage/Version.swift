@@ -3,6 +3,6 @@
 
 /// The version of PingStorage for Linux, `MAJOR.MINOR.PATCH` (semantic versioning).
 public enum PingStorageVersion {
-    /// `1.0.0`.
-    public static let current = "1.0.0"
+    /// `2.0.0`.
+    public static let current = "2.0.0"
 }

@@ -13,7 +13,7 @@ struct VersionTests {
         for flag in ["--version", "-V"] {
             let outcome = await PingKeyring.run(arguments: [flag], environment: [:]) { Data() }
             #expect(outcome.status == 0, "\(flag)")
-            #expect(String(decoding: outcome.standardOutput, as: UTF8.self) == "ping-keyring 1.0.0\n", "\(flag)")
+            #expect(String(decoding: outcome.standardOutput, as: UTF8.self) == "ping-keyring \(PingStorageVersion.current)\n", "\(flag)")
             #expect(outcome.standardError.isEmpty)
         }
     }

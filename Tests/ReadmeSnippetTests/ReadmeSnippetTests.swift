@@ -51,6 +51,60 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(versions.first.map(String.init) == PingStorageVersion.current,
                 "CHANGELOG.md's newest version must be PingStorageVersion.current (Sources/PingStorage/Version.swift)")
     }
+
+    /// README.md's first manifest, pointed at a clone of this repository tagged with the package's
+    /// version (as a release is: CONTRIBUTING.md), resolves to that release: the dependency line
+    /// works for someone who clones the repository (its placeholder URL once resolved nowhere).
+    @Test func theDependencyLineResolvesAgainstAClone() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-release-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clone = directory.appendingPathComponent("src/pingstorage-linux").path
+        let cloned = try await runProcess("/usr/bin/env", ["git", "clone", "--quiet", repositoryRoot.path, clone])
+        try #require(cloned.status == 0, "git clone: \(cloned.stderr)")
+        let current = PingStorageVersion.current
+        let tags = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", "--list", current])
+        if tags.stdout.isEmpty {  // a clone of a clone without tags: tag its HEAD, as a release does
+            let tagged = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", current])
+            try #require(tagged.status == 0, "git tag: \(tagged.stderr)")
+        }
+        let manifests = directory.appendingPathComponent("manifests")
+        let readme = repositoryRoot.appendingPathComponent("README.md").path
+        let written = try await runProcess(readmeSnippetsPath, ["--readme", readme, "--manifests", manifests.path])
+        try #require(written.status == 0, "readme-snippets failed: \(written.stderr)")
+        let first = try #require(try FileManager.default.contentsOfDirectory(atPath: manifests.path)
+            .sorted { Int($0.dropFirst(5)) ?? 0 < Int($1.dropFirst(5)) ?? 0 }.first)
+        let manifest = manifests.appendingPathComponent(first).appendingPathComponent("Package.swift")
+        let text = try String(contentsOf: manifest, encoding: .utf8)
+        try #require(text.contains("file:///src/pingstorage-linux"), "README.md's first manifest no longer depends on file:///src/pingstorage-linux")
+        try text.replacingOccurrences(of: "file:///src/pingstorage-linux", with: "file://\(clone)")
+            .write(to: manifest, atomically: true, encoding: .utf8)
+        let resolved = try await runProcess("/usr/bin/env", ["swift", "package", "resolve", "--package-path", manifest.deletingLastPathComponent().path])
+        try #require(resolved.status == 0, "swift package resolve: \(resolved.stderr)")
+        let pins = try String(contentsOf: manifest.deletingLastPathComponent().appendingPathComponent("Package.resolved"), encoding: .utf8)
+        #expect(pins.contains("\"version\" : \"\(current)\""), "resolved to another version: \(pins)")
+    }
+
+    /// The release a reader is told to depend on, or is shown installed, is the package's version:
+    /// every `from:` of a pingstorage-linux dependency (README.md, the Getting Started article) and
+    /// every `ping-keyring X.Y.Z` in docs/install.md. CHANGELOG.md's entry for it has a date.
+    @Test func theDocumentsNameTheReleaseThePackageIs() throws {
+        let current = PingStorageVersion.current
+        let dependencies = ["README.md", "Sources/PingStorage/PingStorage.docc/GettingStarted.md"]
+        for path in dependencies {
+            let text = try String(contentsOf: repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+            let lines = text.split(separator: "\n").filter { $0.contains(".package(") && $0.contains("pingstorage-linux") && $0.contains("from:") }
+            #expect(!lines.isEmpty, "\(path) shows no versioned pingstorage-linux dependency")
+            for line in lines {
+                #expect(line.contains("from: \"\(current)\""), "\(path): \(line.trimmingCharacters(in: .whitespaces)) is not \(current)")
+            }
+        }
+        let install = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/install.md"), encoding: .utf8)
+        let printed = install.matches(of: /ping-keyring (\d+\.\d+\.\d+)/).map { String($0.1) }
+        #expect(!printed.isEmpty && printed.allSatisfy { $0 == current }, "docs/install.md shows ping-keyring \(printed)")
+        let changelog = try String(contentsOf: repositoryRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        #expect(changelog.contains(try Regex("\n## \\[\(current)\\] - \\d{4}-\\d{2}-\\d{2}\n")),
+                "CHANGELOG.md has no dated entry '## [\(current)] - YYYY-MM-DD'")
+    }
 }
 
 /// The identities and `name:`s of a dumped manifest's dependencies, and the `package:` of every

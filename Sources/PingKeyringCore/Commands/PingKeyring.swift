@@ -89,7 +89,7 @@ public enum PingKeyring {
 
     private static func version() -> Outcome { success(Data(versionLine.utf8)) }
 
-    /// What `--version` prints: `ping-keyring 1.0.0` and a newline.
+    /// What `--version` prints: `ping-keyring` and ``PingStorageVersion/current``, and a newline.
     static var versionLine: String { "\(CommandTable.program) \(PingStorageVersion.current)\n" }
 
     private static func execute(_ command: Command, _ options: GlobalOptions, environment: [String: String],
