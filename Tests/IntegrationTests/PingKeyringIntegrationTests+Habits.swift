@@ -111,8 +111,14 @@ extension Integration.PingKeyring {
         let set = try pingKeyring(["set", "org.example.App", "alice"])
         #expect(set.status == 2)
         #expect(set.stdout.isEmpty)
-        #expect(set.stderr.contains("echo VALUE | ping-keyring save --text --service org.example.App --account alice"),
-                "\(set.stderr)")
+        let suggested = "echo VALUE | ping-keyring save --text --app APP --service org.example.App --account alice"
+        #expect(set.stderr.contains(suggested), "\(set.stderr)")
+        // The line works as typed, VALUE and APP filled in: secret-tool reads the value back.
+        let typed = suggested.split(separator: " ").dropFirst(4).map { $0 == "APP" ? "org.example.App" : String($0) }
+        let saved = try pingKeyring(Array(typed), input: Data("hunter2\n".utf8))
+        #expect(saved.status == 0, "\(typed): \(saved.stderr)")
+        defer { try? SecretTool.clear(["service": "org.example.App", "account": "alice"]) }
+        #expect(try SecretTool.lookup(["service": "org.example.App", "account": "alice"]) == Data("hunter2".utf8))
         #expect(!set.stderr.contains("'get'"), "set means save, whatever its spelling is close to")
         for verb in ["store", "lookup", "clear"] {
             let run = try pingKeyring([verb, "service", "S", "account", "A"])

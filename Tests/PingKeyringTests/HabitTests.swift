@@ -18,14 +18,14 @@ struct HabitTests {
     @Test func theirVerbsGetTheCommandToType() throws {
         let set = try #require(usageMessage(["set", "org.example.App", "alice"]))
         #expect(set.hasPrefix("unknown command 'set'; ping-keyring stores a value read from stdin with 'save': "
-                                  + "echo VALUE | ping-keyring save --text --service org.example.App --account alice"))
+                                  + "echo VALUE | ping-keyring save --text --app APP --service org.example.App --account alice"))
         #expect(!set.contains("did you mean 'get'"), "set is one letter from get, but means save")
         let store = try #require(usageMessage(["store", "--label=x", "service", "S", "account", "A"]))
-        #expect(store.contains("echo VALUE | ping-keyring save --text --service S --account A"), "secret-tool's pairs")
+        #expect(store.contains("echo VALUE | ping-keyring save --text --app APP --service S --account A"), "secret-tool's pairs")
         #expect(usageMessage(["clear", "service", "S", "username", "U"])?
             .contains("'delete' (never another app's): ping-keyring delete --service S --account U") == true)
         #expect(usageMessage(["del", "S", "A"])?.contains("ping-keyring delete --service S --account A") == true)
-        #expect(usageMessage(["store"])?.contains("save --text --service SERVICE --account ACCOUNT") == true)
+        #expect(usageMessage(["store"])?.contains("save --text --app APP --service SERVICE --account ACCOUNT") == true)
         #expect(usageMessage(["set", "my service", "it's"])?.contains("--service 'my service' --account 'it'\\''s'") == true,
                 "quoted for a shell")
     }
@@ -34,7 +34,7 @@ struct HabitTests {
         #expect(usageMessage(["get", "org.example.App", "alice"]) == "'get' takes the service and account as options, "
             + "not as words: ping-keyring get --service org.example.App --account alice (see 'ping-keyring get --help')")
         #expect(usageMessage(["delete", "S", "A"])?.contains("ping-keyring delete --service S --account A") == true)
-        #expect(usageMessage(["save", "S", "A"])?.contains("echo VALUE | ping-keyring save --text --service S --account A")
+        #expect(usageMessage(["save", "S", "A"])?.contains("echo VALUE | ping-keyring save --text --app APP --service S --account A")
                     == true)
         #expect(usageMessage(["get", "--acount", "A"])?.hasPrefix("unknown option '--acount' for 'get'") == true,
                 "a word after an unknown option is its value, not a positional account")

@@ -94,7 +94,10 @@ enum Habits {
         let options = "--service \(quoted(service)) --account \(quoted(account))"
         switch command {
         case "save":
-            return "echo VALUE | ping-keyring save --text \(options) (plain text, as secret-tool and Python keyring "
+            // Outside a sandbox a new account's save needs --app (ping-keyring cannot tell whose it
+            // is): the line works as typed once APP is filled in, where it would be refused without.
+            return "echo VALUE | ping-keyring save --text --app APP \(options) (APP: the app the item is for, e.g. "
+                + "com.example.App, left out inside the app's sandbox; plain text, as secret-tool and Python keyring "
                 + "read it; without --text, stdin is the JSON text an app reads)"
         case "list":
             return given ? "ping-keyring list --service \(quoted(service))" : "ping-keyring list"
