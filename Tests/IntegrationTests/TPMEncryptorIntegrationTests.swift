@@ -77,7 +77,7 @@ extension Integration {
             let doctor = try pingKeyring(["doctor"])
             #expect(doctor.status == 0 && doctor.output.contains("\nok    key binding        bound: key "), "\(doctor.output)")
 
-            try Harness.ctl("tpm-reset")   // new seeds, as after tpm2_clear
+            try Harness.ctl("tpm-clear")   // tpm2_clear: a new storage seed
 
             // The doctor says which keys the TPM no longer opens, and what to do.
             let cleared = try pingKeyring(["doctor"])
