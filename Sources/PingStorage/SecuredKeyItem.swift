@@ -52,26 +52,12 @@ struct SecuredKeyItem: Sendable {
         _ = try Self.blocking(backstop) { try await items.write(value) }
     }
 
-    static func encode(_ blob: TPMKeyBlob) -> [UInt8] {
-        func length(_ bytes: [UInt8]) -> [UInt8] { [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xff)] }
-        return magic + length(blob.publicArea) + blob.publicArea + length(blob.privateArea) + blob.privateArea
-    }
+    static func encode(_ blob: TPMKeyBlob) -> [UInt8] { blob.encoded(magic: magic) }
 
     /// The blobs of an item's bytes, read with bounds; nil when they are not exactly that.
     static func decode(_ bytes: [UInt8]) -> TPMKeyBlob? {
-        var offset = 0
-        func take(_ count: Int) -> [UInt8]? {
-            guard count >= 0, bytes.count - offset >= count else { return nil }
-            defer { offset += count }
-            return Array(bytes[offset..<(offset + count)])
-        }
-        func part() -> [UInt8]? {
-            guard let size = take(2) else { return nil }
-            let count = Int(size[0]) << 8 | Int(size[1])
-            return count > 0 ? take(count) : nil
-        }
-        guard take(magic.count) == magic, let publicArea = part(), let privateArea = part(), offset == bytes.count else { return nil }
-        return TPMKeyBlob(publicArea: publicArea, privateArea: privateArea)
+        guard let (blob, rest) = TPMKeyBlob.decode(bytes, magic: magic), rest.isEmpty else { return nil }
+        return blob
     }
 
     /// Runs `body` (async keyring work) and blocks the calling thread until it ends or `backstop`

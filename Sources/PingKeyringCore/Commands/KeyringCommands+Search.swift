@@ -125,7 +125,7 @@ extension KeyringCommands {
                                     + "\(lock ? "unlocked" : "locked") though it accepted the request.")
             }
             return LockReport(collectionPath: after.path.rawValue, label: after.label, lock: lock,
-                              isLocked: after.isLocked, changed: before.isLocked != after.isLocked, backend: backend)
+                              changed: before.isLocked != after.isLocked, backend: backend)
         } catch {
             throw ToolError.from(error)
         }

@@ -109,10 +109,8 @@ struct LookupReport: Sendable, Equatable {
 struct LockReport: Sendable, Equatable {
     var collectionPath: String
     var label: String
-    /// `lock` (true) or `unlock`.
+    /// `lock` (true) or `unlock`: also the collection's state afterwards (the command checks it).
     var lock: Bool
-    /// The collection's state afterwards.
-    var isLocked: Bool
     /// Whether it was in the other state before.
     var changed: Bool
     var backend: KeychainBackendChoice? = nil
@@ -121,7 +119,7 @@ struct LockReport: Sendable, Equatable {
         .object([
             ("collection", .string(collectionPath)),
             ("label", .string(label)),
-            ("locked", .bool(isLocked)),
+            ("locked", .bool(lock)),
             ("changed", .bool(changed)),
             ("backend", backend?.json ?? .null),
         ])
@@ -129,8 +127,7 @@ struct LockReport: Sendable, Equatable {
 
     var human: String {
         let name = "\(collectionPath)" + (label.isEmpty ? "" : " (\(label))")
-        let state = isLocked ? "locked" : "unlocked"
         return changed ? "\(lock ? "Locked" : "Unlocked") the collection \(name).\n"
-            : "The collection \(name) was already \(state).\n"
+            : "The collection \(name) was already \(lock ? "locked" : "unlocked").\n"
     }
 }

@@ -100,28 +100,14 @@ enum BoundKey {
     // MARK: The format
 
     /// The blobs' part of a bound key's bytes (the wrapped key follows).
-    static func encode(_ blob: TPMKeyBlob) -> [UInt8] {
-        func length(_ bytes: [UInt8]) -> [UInt8] { [UInt8(bytes.count >> 8), UInt8(bytes.count & 0xff)] }
-        return magic + length(blob.publicArea) + blob.publicArea + length(blob.privateArea) + blob.privateArea
-    }
+    static func encode(_ blob: TPMKeyBlob) -> [UInt8] { blob.encoded(magic: magic) }
 
     /// The blobs and the wrapped key of a bound key's bytes, read with bounds; nil when they are
     /// not exactly that.
     static func decode(_ bytes: [UInt8]) -> (TPMKeyBlob, wrapped: [UInt8])? {
-        var offset = 0
-        func take(_ count: Int) -> [UInt8]? {
-            guard count >= 0, bytes.count - offset >= count else { return nil }
-            defer { offset += count }
-            return Array(bytes[offset..<(offset + count)])
-        }
-        func part() -> [UInt8]? {
-            guard let size = take(2) else { return nil }
-            let count = Int(size[0]) << 8 | Int(size[1])
-            return count > 0 ? take(count) : nil
-        }
-        guard take(magic.count) == magic, let publicArea = part(), let privateArea = part(),
-              let wrapped = take(wrappedByteCount), offset == bytes.count, wrapped[0] == 0x04 else { return nil }
-        return (TPMKeyBlob(publicArea: publicArea, privateArea: privateArea), wrapped)
+        guard let (blob, wrapped) = TPMKeyBlob.decode(bytes, magic: magic),
+              wrapped.count == wrappedByteCount, wrapped.first == 0x04 else { return nil }
+        return (blob, Array(wrapped))
     }
 
     // MARK: Whether to bind
