@@ -352,25 +352,32 @@ enum SecretTool {
     /// Every item matching `attributes` (unlocking nothing).
     static func search(_ attributes: [String: String]) throws -> [Item] {
         let result = try retryingRejectedKeys { try run("secret-tool", ["search", "--all"] + flatten(attributes)) }
-        var items: [Item] = []
-        // stdout has "[path]", "label = …", "secret = …" lines; stderr has "attribute.x = …" lines
-        // (secret-tool prints attributes to stderr); interleaving is per item in order.
-        // stdout has "[path]", "label = …" and "secret = …" lines per item; stderr has that item's
-        // "attribute.x = …" lines, with nothing between items: a repeated name starts the next item.
-        let out = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+        return items(searchOutput: result.stdout, stderr: result.stderr)
+    }
+
+    /// The items in `secret-tool search --all`'s output. stdout has "[path]", "label = …",
+    /// "secret = …", "created = …" lines per item; stderr has that item's "attribute.x = …" lines,
+    /// with nothing between items: a repeated name starts the next item.
+    ///
+    /// Lines end at the byte 0x0A, not at Swift's Character "\n": a binary secret is printed raw,
+    /// and one ending in "\r" would make "\r\n" a single Character, which a split at "\n" keeps
+    /// whole, hiding the next lines (and with them the next item).
+    static func items(searchOutput stdout: Data, stderr: String) -> [Item] {
         var attributeBlocks: [[String: String]] = []
-        for line in result.stderr.split(separator: "\n") where line.hasPrefix("attribute.") {
+        for line in stderr.unicodeScalars.split(separator: "\n").map(String.init) where line.hasPrefix("attribute.") {
             let parts = line.dropFirst("attribute.".count).split(separator: " = ", maxSplits: 1).map(String.init)
             if attributeBlocks.isEmpty || attributeBlocks[attributeBlocks.count - 1][parts[0]] != nil {
                 attributeBlocks.append([:])
             }
             attributeBlocks[attributeBlocks.count - 1][parts[0]] = parts.count > 1 ? parts[1] : ""
         }
+        var items: [Item] = []
         var index = -1
-        // A binary secret is printed raw and can contain anything, "\n[" included: everything
-        // from "secret = " up to the "created = " line that follows it belongs to the secret.
+        // A binary secret can contain anything, "\n[" included: everything from "secret = " up to
+        // the "created = " line that follows it belongs to the secret.
         var inSecret = false
-        for line in out {
+        for bytes in stdout.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            let line = String(decoding: bytes, as: UTF8.self)
             if inSecret {
                 guard line.hasPrefix("created = ") else { continue }
                 inSecret = false

@@ -97,7 +97,8 @@ extension Integration {
             let again = try Self.probe(app, ["get", account])
             #expect(again.status == 0 && again.output == "new token\n", "\(again.stderr)")
             let keys = try Self.keys(of: app)
-            #expect(keys.count == 2 && keys.allSatisfy { $0.storedAttributes["key-binding"] == "tpm" })
+            #expect(keys.count == 2 && keys.allSatisfy { $0.storedAttributes["key-binding"] == "tpm" },
+                    "\(keys.map { "key \($0.attributes["key-id"] ?? "?") binding \($0.attributes["key-binding"] ?? "none")" })")
         }
 
         /// Without a TPM (a process whose connection cannot answer, next to the harness's TPM as the
