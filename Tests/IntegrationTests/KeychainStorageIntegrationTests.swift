@@ -129,6 +129,7 @@ struct Integration {
             try await storage.save(item: big)
             #expect(try await storage.get() == big)
             #expect(try SecretTool.lookup(lookup(account))?.count == big.utf8.count + 2)
+            try await Harness.waitUntilSavedBeforeDeletingABigItem()
             try await storage.delete()
         }
 

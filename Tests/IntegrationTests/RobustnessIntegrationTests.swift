@@ -51,6 +51,7 @@ extension Integration {
             let value = Data(bytes)
             try await storage.save(item: value)
             #expect(try await storage.get() == value)
+            try await Harness.waitUntilSavedBeforeDeletingABigItem()
             try await storage.delete()
         }
 

@@ -2,17 +2,21 @@
 # dbus-test/run --provider keepassxc dbus-test/providers/keepassxc-lock-restart-repro.sh [ROUNDS] [kill|stop] [DELAY_MS]
 #
 # KeePassXC 2.7.4 loses an item stored while it is saving its database, with secret-tool as the
-# only client (and libsecret's own Python binding once, for a secret longer than secret-tool
-# takes): no PingStorage in any process. See PROVIDERS.md (keepassxc) for the cause.
+# only client (keepassxc-cli writes the filler while KeePassXC is stopped): no PingStorage in any
+# process. See PROVIDERS.md (keepassxc) for the cause.
 #
-# Set-up: one 2 MB item stored and deleted (the database keeps it in its recycle bin, as the
-# integration suite's database keeps the 1 MiB item of oneMebibyteItemRoundTrips), so that each
-# save takes a few hundred milliseconds. Each round then, as the integration suite did:
+# Set-up: one 2 MB filler item stored and kept, so that each save takes a few hundred
+# milliseconds (the harness's database has no recycle bin, so a deleted filler would leave the
+# file; with one, the integration suite's database kept the 1 MiB item of oneMebibyteItemRoundTrips
+# that way). The filler goes into a group of its own, which a save writes after the items of the
+# root group: with the filler among them, an item stored while the save wrote them crashed
+# KeePassXC in 4 rounds of 4 instead (PROVIDERS.md).
+# Each round then, as the integration suite did:
 #   1. stores item x (KeePassXC starts saving 150 ms later), as an earlier test's last write did;
 #   2. stores item y halfway through that save (KeePassXC writes through an unnamed temporary
 #      file in the database's directory, seen in /proc/PID/fd while it saves; how long a save
-#      lasts is measured once first): after the save has read the root group's entries, before
-#      it has written the recycle bin;
+#      lasts is measured once first): after the save has written the root group's entries,
+#      while it writes the filler's group;
 #   3. waits until the database file has been left alone for 1.2 s with no save under way;
 #   4. locks the collection (Lock, then its prompt, as `ctl lock`), ends KeePassXC (SIGKILL by
 #      default, as the integration test does; `stop` for SIGTERM), starts it again and looks
@@ -62,14 +66,14 @@ wait_until_saving() {
 lookup() { timeout 10 secret-tool lookup service keepassxc-repro account "$1" 2>/dev/null; }
 store() { printf '%s' "$2" | timeout 10 secret-tool store --label="repro $1" service keepassxc-repro account "$1"; }
 
-/usr/bin/python3 -c '
-import base64, os, gi
-gi.require_version("Secret", "1")
-from gi.repository import Secret
-Secret.password_store_sync(None, {"service": "keepassxc-repro", "account": "filler"}, Secret.COLLECTION_DEFAULT,
-                           "repro filler", base64.b64encode(os.urandom(1500000)).decode(), None)' ||
+# The filler, written with keepassxc-cli while KeePassXC is stopped (a Secret Service client
+# cannot choose the group).
+"$ctl" stop
+keepassxc-cli mkdir -q "$db" repro-filler < "$dir/password" >> "$log" 2>&1
+{ cat "$dir/password"; head -c 1500000 /dev/urandom | base64 -w0; echo; } |
+    keepassxc-cli add -q -p "$db" repro-filler/filler >> "$log" 2>&1 ||
     { echo "could not store the filler item" >&2; exit 2; }
-timeout 10 secret-tool clear service keepassxc-repro account filler
+"$ctl" start
 wait_until_saved
 # How long a save lasts: store, wait until the save is under way, then until it has ended.
 store measure kept
