@@ -50,32 +50,34 @@ extension Integration {
         }
 
         @Test func processesRacingToCreateTheKeyCanAllDecryptEverything() async throws {
-            // A collection without any key: a private alias path is not available, so clear keys
-            // first (no encrypted data of other tests survives them: each test deletes its items).
-            try SecretTool.clear(Self.keySchema)
-            #expect(try SecretTool.search(Self.keySchema).isEmpty)
-            let accounts = (0..<6).map { uniqueAccount("race\($0)") }
-            let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
-                for account in accounts {
-                    group.addTask { try run(Harness.probePath, ["--encrypt", "save", account, "value-\(account)"]) }
+            try await Harness.withKnownKeePassXCCrashUnderConcurrentClients {
+                // A collection without any key: a private alias path is not available, so clear keys
+                // first (no encrypted data of other tests survives them: each test deletes its items).
+                try SecretTool.clear(Self.keySchema)
+                #expect(try SecretTool.search(Self.keySchema).isEmpty)
+                let accounts = (0..<6).map { uniqueAccount("race\($0)") }
+                let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
+                    for account in accounts {
+                        group.addTask { try run(Harness.probePath, ["--encrypt", "save", account, "value-\(account)"]) }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
+                for result in results { #expect(result.status == 0, "\(result.stderr)") }
+                // Every process — a new one each time — decrypts every account.
+                for account in accounts {
+                    let read = try await run(Harness.probePath, ["--encrypt", "get", account])
+                    #expect(read.output == "value-\(account)\n", "\(account): \(read.stderr)")
+                }
+                let keyCount = try SecretTool.search(Self.keySchema).count
+                #expect(keyCount >= 1 && keyCount <= 6)
+                // New data converges on one key: two fresh processes encrypt with the same key id.
+                _ = try await run(Harness.probePath, ["--encrypt", "save", accounts[0], "again-0"])
+                _ = try await run(Harness.probePath, ["--encrypt", "save", accounts[1], "again-1"])
+                let first = try #require(try SecretTool.lookup(lookup(accounts[0])))
+                let second = try #require(try SecretTool.lookup(lookup(accounts[1])))
+                #expect(first[5..<21] == second[5..<21], "same key id after the race")
+                for account in accounts { _ = try await run(Harness.probePath, ["delete", account]) }
             }
-            for result in results { #expect(result.status == 0, "\(result.stderr)") }
-            // Every process — a new one each time — decrypts every account.
-            for account in accounts {
-                let read = try await run(Harness.probePath, ["--encrypt", "get", account])
-                #expect(read.output == "value-\(account)\n", "\(account): \(read.stderr)")
-            }
-            let keyCount = try SecretTool.search(Self.keySchema).count
-            #expect(keyCount >= 1 && keyCount <= 6)
-            // New data converges on one key: two fresh processes encrypt with the same key id.
-            _ = try await run(Harness.probePath, ["--encrypt", "save", accounts[0], "again-0"])
-            _ = try await run(Harness.probePath, ["--encrypt", "save", accounts[1], "again-1"])
-            let first = try #require(try SecretTool.lookup(lookup(accounts[0])))
-            let second = try #require(try SecretTool.lookup(lookup(accounts[1])))
-            #expect(first[5..<21] == second[5..<21], "same key id after the race")
-            for account in accounts { _ = try await run(Harness.probePath, ["delete", account]) }
         }
 
         @Test func aDeletedKeyGivesTheDistinctErrorAndKeepsTheItem() async throws {

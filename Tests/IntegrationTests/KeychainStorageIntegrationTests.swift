@@ -204,16 +204,18 @@ struct Integration {
         }
 
         @Test func twoProcessesWritingTheSameAccountLeaveOneItemFromTheLastWriter() async throws {
-            let account = uniqueAccount()
-            async let first = Task.detached { try run(Harness.probePath, ["hammer", account, "A", "15"]) }.value
-            async let second = Task.detached { try run(Harness.probePath, ["hammer", account, "B", "15"]) }.value
-            let results = try await [first, second]
-            for result in results { #expect(result.status == 0, "\(result.stderr)") }
-            let items = try SecretTool.search(lookup(account))
-            #expect(items.count == 1)
-            let value = try await KeychainStorage<String>(account: account).get()
-            #expect(value == "A-14" || value == "B-14", "the final value is the last save of one of the writers")
-            try await KeychainStorage<String>(account: account).delete()
+            try await Harness.withKnownKeePassXCCrashUnderConcurrentClients {
+                let account = uniqueAccount()
+                async let first = Task.detached { try run(Harness.probePath, ["hammer", account, "A", "15"]) }.value
+                async let second = Task.detached { try run(Harness.probePath, ["hammer", account, "B", "15"]) }.value
+                let results = try await [first, second]
+                for result in results { #expect(result.status == 0, "\(result.stderr)") }
+                let items = try SecretTool.search(lookup(account))
+                #expect(items.count == 1)
+                let value = try await KeychainStorage<String>(account: account).get()
+                #expect(value == "A-14" || value == "B-14", "the final value is the last save of one of the writers")
+                try await KeychainStorage<String>(account: account).delete()
+            }
         }
     }
 
