@@ -1,7 +1,18 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 // PingStorage for Linux: the storage API of Ping Identity's iOS SDK, with KeychainStorage backed by
 // the freedesktop Secret Service (D-Bus through GLib's GDBus, the transport encryption on libgcrypt).
 import PackageDescription
+
+/// The library's and its programs' Swift settings: concrete generic types (a dictionary keyed by
+/// a path, a waiter of a reply) are reached through the compiler's metadata accessors, which are
+/// handed their conformances, instead of by mangled name, which makes the runtime look each
+/// conformance up on first use by scanning every conformance record of every loaded image
+/// (about 5,700 with Foundation, some 70 µs each time). That was about 0.7 ms of a cold read
+/// (benchmark/README.md, issue 23). Unsafe flags in a dependency are accepted from SwiftPM 6.2 on
+/// when the dependency's manifest says 6.2 or later, hence the tools version.
+let firstUseSettings: [SwiftSetting] = [
+    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"]),
+]
 
 let package = Package(
     name: "PingStorage",
@@ -26,37 +37,37 @@ let package = Package(
         // Imported by Gcrypt only.
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
         // The package's one lock type.
-        .target(name: "Locking"),
+        .target(name: "Locking", swiftSettings: firstUseSettings),
         // The one Swift layer over CGcrypt (whether libgcrypt is usable, the one AES key type,
         // hashes, HMAC, PBKDF2, random bytes, the session key exchange) and the one secret-memory
         // policy (SecretBytes: locked, left out of core dumps, wiped; a non-dumpable process).
         // PingStorageCrypto, FileKeyring and SecretService all build on it.
-        .target(name: "Gcrypt", dependencies: ["CGcrypt", "Locking"]),
+        .target(name: "Gcrypt", dependencies: ["CGcrypt", "Locking"], swiftSettings: firstUseSettings),
         // The package's async toolkit: one waiter (OneShot), deadlines kept by one timer per
         // executor, shared work and remembered reads. Where waits end is given by its user: the
         // GLib loop thread for SecretService, a light queue for the rest. No D-Bus, no Ping names.
-        .target(name: "Waiting", dependencies: ["Locking"]),
+        .target(name: "Waiting", dependencies: ["Locking"], swiftSettings: firstUseSettings),
         // The TPM 2.0 calls SecuredKey needs, in C over tpm2-tss's headers (Debian: libtss2-dev);
         // tpm2-tss itself is loaded with dlopen only when a TPM is used, so nothing links it.
         .target(name: "CTPM"),
         // The Swift layer over CTPM: which connection (TCTI) to use, and every TPM command on a
         // thread of its own with a deadline. No key storage, no Ping names.
-        .target(name: "TPM", dependencies: ["CTPM", "CGLib", "Gcrypt", "Locking", "Waiting"]),
+        .target(name: "TPM", dependencies: ["CTPM", "CGLib", "Gcrypt", "Locking", "Waiting"], swiftSettings: firstUseSettings),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
-        .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"]),
+        .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"], swiftSettings: firstUseSettings),
         // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
-        .target(name: "SecretService", dependencies: ["CGLib", "Gcrypt", "Locking", "Waiting"]),
+        .target(name: "SecretService", dependencies: ["CGLib", "Gcrypt", "Locking", "Waiting"], swiftSettings: firstUseSettings),
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
-        .target(name: "PingLogger", dependencies: ["Locking"]),
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger", "TPM"]),
-        .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
+        .target(name: "PingLogger", dependencies: ["Locking"], swiftSettings: firstUseSettings),
+        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger", "TPM"], swiftSettings: firstUseSettings),
+        .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"], swiftSettings: firstUseSettings),
         // The command-line tool: a small library of testable pieces and a thin executable.
-        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
-        .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
+        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"], swiftSettings: firstUseSettings),
+        .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"], swiftSettings: firstUseSettings),
         // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
         // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.
-        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking"], exclude: ["FORMAT.md"]),
+        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking"], exclude: ["FORMAT.md"], swiftSettings: firstUseSettings),
         // Test support, in TestSupport/: the second processes the tests start, and the README's
         // snippet generator. Not part of the library or its programs.
         // keychain-probe: KeychainStorage as an app uses it (interop, two writers, no bus, threads).
