@@ -84,6 +84,37 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(pins.contains("\"version\" : \"\(current)\""), "resolved to another version: \(pins)")
     }
 
+    /// This commit, depended on by version as README.md shows, passes SwiftPM's check of a
+    /// dependency's unsafe flags (`firstUseSettings` in Package.swift): SwiftPM refuses them in a
+    /// versioned dependency whose manifest says a tools version before 6.2 ("contains unsafe build
+    /// flags"), and `swift package resolve` alone does not load the graph that far.
+    @Test func aVersionedDependencyOnThisCommitIsAccepted() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("versioned-dependency-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clone = directory.appendingPathComponent("pingstorage-linux").path
+        let cloned = try await runProcess("/usr/bin/env", ["git", "clone", "--quiet", repositoryRoot.path, clone])
+        try #require(cloned.status == 0, "git clone: \(cloned.stderr)")
+        // A version no release has: this commit, whatever the tags around it.
+        let version = "0.0.1-dependency-check"
+        let tagged = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", version])
+        try #require(tagged.status == 0, "git tag: \(tagged.stderr)")
+        let app = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: app.appendingPathComponent("Sources/App"), withIntermediateDirectories: true)
+        try """
+            // swift-tools-version:6.0
+            import PackageDescription
+            let package = Package(
+                name: "App",
+                dependencies: [.package(url: "file://\(clone)", exact: "\(version)")],
+                targets: [.executableTarget(name: "App", dependencies: [.product(name: "PingStorage", package: "pingstorage-linux")])]
+            )
+            """.write(to: app.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
+        try "import PingStorage\n".write(to: app.appendingPathComponent("Sources/App/main.swift"), atomically: true, encoding: .utf8)
+        let loaded = try await runProcess("/usr/bin/env", ["swift", "package", "show-dependencies", "--package-path", app.path])
+        #expect(loaded.status == 0 && !loaded.stderr.contains("unsafe build flags"),
+                "SwiftPM refused the package as a versioned dependency: \(loaded.stderr)")
+    }
+
     /// The release a reader is told to depend on, or is shown installed, is the package's version:
     /// every `from:` of a pingstorage-linux dependency (README.md, the Getting Started article) and
     /// every `ping-keyring X.Y.Z` in docs/install.md. CHANGELOG.md's entry for it has a date.
