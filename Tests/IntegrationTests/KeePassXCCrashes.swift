@@ -66,10 +66,9 @@ extension Harness {
         return String(decoding: log, as: UTF8.self).components(separatedBy: "Segmentation fault").count - 1
     }
 
-    /// Whether the process in provider.pid (PID and start time, written by dbus-test/ctl) runs.
+    /// Whether the provider process (``providerPID()``) runs.
     private static func providerIsRunning() -> Bool {
-        guard let line = try? String(contentsOfFile: dbusTestDirectoryOfRun + "/provider.pid", encoding: .utf8),
-              let pid = line.split(separator: " ").first,
+        guard let pid = providerPID(),
               let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let fields = stat.split(separator: ")").last?.split(separator: " "),
               let state = fields.first

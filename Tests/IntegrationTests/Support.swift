@@ -103,9 +103,7 @@ enum Harness {
     /// system has no O_TMPFILE. A save is under way while the provider holds such a descriptor.
     static func providerIsSaving() -> Bool {
         let directory = storageFile.deletingLastPathComponent().path
-        guard let pidLine = try? String(contentsOfFile: ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/provider.pid",
-                                        encoding: .utf8),
-              let pid = pidLine.split(separator: " ").first,
+        guard let pid = providerPID(),
               let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
         else { return false }
         return descriptors.contains { descriptor in
@@ -113,6 +111,14 @@ enum Harness {
             else { return false }
             return target.hasPrefix(directory + "/#") || target.hasPrefix(storageFile.path + ".")
         }
+    }
+
+    /// The provider's process ID, as dbus-test/ctl records it in provider.pid (PID and start
+    /// time); nil when no provider was started.
+    static func providerPID() -> String? {
+        guard let line = try? String(contentsOfFile: ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/provider.pid",
+                                     encoding: .utf8) else { return nil }
+        return line.split(separator: " ").first.map(String.init)
     }
 
     /// The file the provider keeps the default collection in (rewritten on every write).

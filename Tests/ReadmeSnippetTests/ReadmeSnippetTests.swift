@@ -58,9 +58,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
     @Test func theDependencyLineResolvesAgainstAClone() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-release-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let clone = directory.appendingPathComponent("src/pingstorage-linux").path
-        let cloned = try await runProcess("/usr/bin/env", ["git", "clone", "--quiet", repositoryRoot.path, clone])
-        try #require(cloned.status == 0, "git clone: \(cloned.stderr)")
+        let clone = try await cloneOfThisRepository(at: directory.appendingPathComponent("src/pingstorage-linux"))
         let current = PingStorageVersion.current
         let tags = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", "--list", current])
         if tags.stdout.isEmpty {  // a clone of a clone without tags: tag its HEAD, as a release does
@@ -91,9 +89,7 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
     @Test func aVersionedDependencyOnThisCommitIsAccepted() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("versioned-dependency-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let clone = directory.appendingPathComponent("pingstorage-linux").path
-        let cloned = try await runProcess("/usr/bin/env", ["git", "clone", "--quiet", repositoryRoot.path, clone])
-        try #require(cloned.status == 0, "git clone: \(cloned.stderr)")
+        let clone = try await cloneOfThisRepository(at: directory.appendingPathComponent("pingstorage-linux"))
         // A version no release has: this commit, whatever the tags around it.
         let version = "0.0.1-dependency-check"
         let tagged = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", version])
@@ -136,6 +132,14 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(changelog.contains(try Regex("\n## \\[\(current)\\] - \\d{4}-\\d{2}-\\d{2}\n")),
                 "CHANGELOG.md has no dated entry '## [\(current)] - YYYY-MM-DD'")
     }
+}
+
+/// Clones this repository (its commits and tags, not the working tree's changes) to `url`, as
+/// someone who depends on it does; returns the clone's path.
+func cloneOfThisRepository(at url: URL) async throws -> String {
+    let cloned = try await runProcess("/usr/bin/env", ["git", "clone", "--quiet", repositoryRoot.path, url.path])
+    try #require(cloned.status == 0, "git clone: \(cloned.stderr)")
+    return url.path
 }
 
 /// The identities and `name:`s of a dumped manifest's dependencies, and the `package:` of every
