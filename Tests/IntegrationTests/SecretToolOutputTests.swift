@@ -8,13 +8,46 @@ struct SecretToolOutput {
     /// secret-tool's output for two items whose secrets end in "\r" (as a bound key's random bytes
     /// may, one time in 256): each "secret = …\r" line is followed by "\n".
     @Test func aSecretEndingInCarriageReturnHidesNoItem() {
-        let stdout = Data("[/1]\nlabel = one\nsecret = abc\r\ncreated = 2026-12-03 00:56:43\nmodified = 2026-12-03 00:56:43\n".utf8)
+        let output = Data("[/1]\nlabel = one\nsecret = abc\r\ncreated = 2026-12-03 00:56:43\nmodified = 2026-12-03 00:56:43\n".utf8)
+            + Data("attribute.n = 1\r\nattribute.t = crlf\n".utf8)
             + Data("[/2]\nlabel = two\nsecret = \u{1}\n[\r\ncreated = 2026-12-03 00:56:43\nmodified = 2026-12-03 00:56:43\n".utf8)
-        let stderr = "attribute.n = 1\r\nattribute.t = crlf\nattribute.n = 2\nattribute.t = crlf\n"
-        let items = SecretTool.items(searchOutput: stdout, stderr: stderr)
+            + Data("attribute.n = 2\nattribute.t = crlf\n".utf8)
+        let items = SecretTool.items(searchOutput: output)
         #expect(items.map(\.path) == ["/1", "/2"])
         #expect(items.map(\.label) == ["one", "two"])
         #expect(items.map { $0.attributes["n"] } == ["1\r", "2"])
+    }
+
+    /// Items with different attributes: each item's attributes are its own, whatever names the
+    /// item before it had (read apart from the items, they were assigned by guessing, and the first
+    /// item got the second's first attributes when their names differed).
+    @Test func eachItemHasItsOwnAttributes() {
+        let output = Data("""
+            [/2]
+            label = stray
+            secret = "stray"
+            created = 2026-12-04 20:42:56
+            modified = 2026-12-04 20:42:56
+            attribute.application = Python keyring library
+            attribute.service = s
+            attribute.username = a
+            [/1]
+            label = a (s)
+            secret = "ours"
+            created = 2026-12-04 20:42:56
+            modified = 2026-12-04 20:42:56
+            schema = com.pingidentity.PingStorage
+            attribute.pingstorage-app = com.example.A
+            attribute.account = a
+            attribute.service = s
+            attribute.username = a
+
+            """.utf8)
+        let items = SecretTool.items(searchOutput: output)
+        #expect(items.map(\.attributes) == [
+            ["application": "Python keyring library", "service": "s", "username": "a"],
+            ["xdg:schema": "com.pingidentity.PingStorage", "pingstorage-app": "com.example.A", "account": "a", "service": "s", "username": "a"],
+        ])
     }
 }
 

@@ -164,10 +164,7 @@ private func runBlocking(_ program: String, _ arguments: [String], input: Data?,
     if program == Harness.probePath, environment?["KEYCHAIN_PROBE_APP"] == nil {
         environment = (environment ?? ProcessInfo.processInfo.environment).merging(["KEYCHAIN_PROBE_APP": AppIdentity.current.id]) { $1 }
     }
-    var stdinPipe: [Int32] = [0, 0], stdoutPipe: [Int32] = [0, 0], stderrPipe: [Int32] = [0, 0]
-    guard pipe(&stdinPipe) == 0, pipe(&stdoutPipe) == 0, pipe(&stderrPipe) == 0 else {
-        throw HarnessError("pipe failed: errno \(errno)")
-    }
+    let (stdinPipe, stdoutPipe, stderrPipe) = try (closeOnExecPipe(), closeOnExecPipe(), closeOnExecPipe())
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -230,8 +227,27 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
     }
 }
 
+/// Held while a pipe is made and flagged close-on-exec, and while a child is spawned, so that no
+/// child is spawned between the two (glibc's `pipe2` is not visible to Swift here).
+private let spawnLock = NSLock()
+
+/// A pipe whose two ends are closed on exec: a child spawned at the same moment by another thread
+/// of this process must not inherit another child's pipes (the file actions' dup2 onto 0, 1 and 2
+/// clears the flag for the child they are meant for). Inherited, the write end of one child's
+/// stdout stayed open in the other child, and reading it to its end waited for that other child
+/// too: a poller that ran until two saving children ended kept all three waiting until the timeout.
+func closeOnExecPipe() throws -> [Int32] {
+    try spawnLock.withLock {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { throw HarnessError("pipe failed: errno \(errno)") }
+        for fd in ends { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        return ends
+    }
+}
+
 /// Starts `argv` with posix_spawnp, an empty signal mask and default signal handlers (see
-/// `run`), with the given file actions; returns its PID.
+/// `run`), with the given file actions; returns its PID. Pipes meant for the child come from
+/// ``closeOnExecPipe()``.
 func spawnWithCleanSignals(_ argv: [String], environment: [String: String]?,
                            actions: inout posix_spawn_file_actions_t) throws -> pid_t {
     var attributes = posix_spawnattr_t()
@@ -247,7 +263,7 @@ func spawnWithCleanSignals(_ argv: [String], environment: [String: String]?,
     var pid: pid_t = 0
     let status = withCStrings(argv) { argvPointer in
         withCStrings(env) { envPointer in
-            posix_spawnp(&pid, argv[0], &actions, &attributes, argvPointer, envPointer)
+            spawnLock.withLock { posix_spawnp(&pid, argv[0], &actions, &attributes, argvPointer, envPointer) }
         }
     }
     guard status == 0 else { throw HarnessError("cannot start \(argv[0]): errno \(status)") }
@@ -357,50 +373,50 @@ enum SecretTool {
 
     /// Every item matching `attributes` (unlocking nothing).
     static func search(_ attributes: [String: String]) throws -> [Item] {
-        let result = try retryingRejectedKeys { try run("secret-tool", ["search", "--all"] + flatten(attributes)) }
-        return items(searchOutput: result.stdout, stderr: result.stderr)
+        // secret-tool prints each item's path, label, secret and times to stdout and its attributes
+        // to stderr. Both into one pipe, stdout unbuffered (coreutils' stdbuf), keep them in the
+        // order they were printed, so each attribute line follows its own item's lines: read
+        // apart, attributes could only be matched to items by guessing where one item's end.
+        let result = try retryingRejectedKeys {
+            try run("/bin/sh", ["-c", "exec stdbuf -o0 secret-tool \"$@\" 2>&1", "sh", "search", "--all"] + flatten(attributes))
+        }
+        return items(searchOutput: result.stdout)
     }
 
-    /// The items in `secret-tool search --all`'s output. stdout has "[path]", "label = …",
-    /// "secret = …", "created = …" lines per item; stderr has that item's "attribute.x = …" lines,
-    /// with nothing between items: a repeated name starts the next item.
+    /// The items in `secret-tool search --all`'s output, stdout and stderr in the order printed:
+    /// per item "[path]", "label = …", "secret = …", "created = …", "modified = …" (and
+    /// "schema = …" for the `xdg:schema` attribute), then its "attribute.x = …" lines.
     ///
     /// Lines end at the byte 0x0A, not at Swift's Character "\n": a binary secret is printed raw,
     /// and one ending in "\r" would make "\r\n" a single Character, which a split at "\n" keeps
     /// whole, hiding the next lines (and with them the next item).
-    static func items(searchOutput stdout: Data, stderr: String) -> [Item] {
-        var attributeBlocks: [[String: String]] = []
-        for line in stderr.unicodeScalars.split(separator: "\n").map(String.init) where line.hasPrefix("attribute.") {
-            let parts = line.dropFirst("attribute.".count).split(separator: " = ", maxSplits: 1).map(String.init)
-            if attributeBlocks.isEmpty || attributeBlocks[attributeBlocks.count - 1][parts[0]] != nil {
-                attributeBlocks.append([:])
-            }
-            attributeBlocks[attributeBlocks.count - 1][parts[0]] = parts.count > 1 ? parts[1] : ""
-        }
+    static func items(searchOutput output: Data) -> [Item] {
         var items: [Item] = []
-        var index = -1
         // A binary secret can contain anything, "\n[" included: everything from "secret = " up to
         // the "created = " line that follows it belongs to the secret.
         var inSecret = false
-        for bytes in stdout.split(separator: 0x0A, omittingEmptySubsequences: false) {
+        for bytes in output.split(separator: 0x0A, omittingEmptySubsequences: false) {
             let line = String(decoding: bytes, as: UTF8.self)
             if inSecret {
                 guard line.hasPrefix("created = ") else { continue }
                 inSecret = false
             }
             if line.hasPrefix("[") && line.hasSuffix("]") {
-                index += 1
-                items.append(Item(path: String(line.dropFirst().dropLast()), label: "",
-                                  attributes: index < attributeBlocks.count ? attributeBlocks[index] : [:], secret: ""))
+                items.append(Item(path: String(line.dropFirst().dropLast()), label: "", attributes: [:], secret: ""))
             }
-            guard index >= 0 else { continue }
-            if line.hasPrefix("label = ") { items[index].label = String(line.dropFirst("label = ".count)) }
+            guard !items.isEmpty else { continue }
+            let last = items.count - 1
+            if line.hasPrefix("label = ") { items[last].label = String(line.dropFirst("label = ".count)) }
             if line.hasPrefix("secret = ") {
-                items[index].secret = String(line.dropFirst("secret = ".count))
+                items[last].secret = String(line.dropFirst("secret = ".count))
                 inSecret = true
             }
             // secret-tool shows the xdg:schema attribute as its own "schema = …" line.
-            if line.hasPrefix("schema = ") { items[index].attributes["xdg:schema"] = String(line.dropFirst("schema = ".count)) }
+            if line.hasPrefix("schema = ") { items[last].attributes["xdg:schema"] = String(line.dropFirst("schema = ".count)) }
+            if line.hasPrefix("attribute.") {
+                let parts = line.dropFirst("attribute.".count).split(separator: " = ", maxSplits: 1, omittingEmptySubsequences: false)
+                items[last].attributes[String(parts[0])] = parts.count > 1 ? String(parts[1]) : ""
+            }
         }
         return items
     }
