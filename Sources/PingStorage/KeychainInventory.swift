@@ -106,20 +106,22 @@ package struct FileKeyringInventory: Sendable {
             .map { try item(stored, at: $0) }
     }
 
-    /// The item ``KeychainStorage/get()`` of `account` reads (the newest of any duplicates, items
-    /// of Python keyring and go-keyring included), with its bytes; nil when there is none.
+    /// The item ``KeychainStorage/get()`` of `account` reads (the app's own, else one no app owns:
+    /// Python keyring's and go-keyring's included; the newest of any duplicates), with its bytes;
+    /// nil when there is none.
     /// - Throws: ``KeychainError`` (`.invalidArgument` for an empty account, else as ``items(matchingAny:)``).
     package func storedItem(account: String) async throws -> Item? {
         let rules = AccountRules(account: account, configuration: configuration)
         do { try rules.validate() } catch { throw error.thrown }
         let contents = try await read()
         do throws(FileKeyringError) {
-            try FileKeyringStore.refuseDamaged(contents.damaged, of: rules, in: keyring)
+            try FileKeyringStore.refuseDamaged(contents.damaged, of: rules, in: keyring,
+                                               concerning: FileKeyringStore.readConcerns(contents.items, rules))
         } catch {
             throw KeychainError(error, account: account)
         }
         let stored = contents.items
-        return try FileKeyringStore.chosen(in: stored, of: rules, for: .toRead).map { try item(stored, at: $0) }
+        return try FileKeyringStore.readItem(in: stored, of: rules).map { try item(stored, at: $0) }
     }
 
     /// Whether the file exists, and how many readable items it holds (a file that cannot be

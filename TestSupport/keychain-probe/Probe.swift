@@ -13,6 +13,10 @@
 //                                          N seeded random save/get/delete on ACCOUNT-PREFIX-0…(ACCOUNTS-1),
 //                                          then one final save of each account; values are
 //                                          "SEED-i-ACCOUNT" so a reader can tell whose they are
+//   keychain-probe poll ACCOUNT STOP-FILE APP...
+//                                          reads ACCOUNT as each APP in turn (KeychainConfiguration.app),
+//                                          again and again until STOP-FILE exists, then once more each;
+//                                          prints "APP=VALUE", "APP=nil" or "APP=error: KIND" per read
 //   keychain-probe contended-memory        ten saves at once through a cached StorageDelegate over a
 //                                          slow in-memory store; prints "contended" and the process's
 //                                          threads (ContendedMemory.swift)
@@ -84,6 +88,9 @@ struct Probe {
             case ("mixed", 5):
                 try await mixed(prefix: arguments[1], accounts: Int(arguments[2]) ?? 1, count: Int(arguments[3]) ?? 0,
                                 seed: UInt64(arguments[4]) ?? 1, configuration: configuration, encryptor: encryptor)
+            case ("poll", 4...):
+                await poll(account: arguments[1], stopFile: arguments[2], apps: Array(arguments[3...]),
+                           configuration: configuration, encryptor: encryptor)
             case ("hammer", 4):
                 for index in 0..<(Int(arguments[3]) ?? 0) {
                     try await storage.save(item: "\(arguments[2])-\(index)")
@@ -123,6 +130,31 @@ struct Probe {
             } catch {
                 emit("error: other")
             }
+        }
+    }
+
+    /// Reads the account as each of `apps` in turn until `stopFile` exists, then once more each: what
+    /// another app sees at every moment of a race (a test checks no app ever reads another's value).
+    static func poll(account: String, stopFile: String, apps: [String], configuration: KeychainConfiguration,
+                     encryptor: any Encryptor) async {
+        let storages = apps.map { app in
+            var configuration = configuration
+            configuration.app = app
+            return (app, KeychainStorage<String>(account: account, encryptor: encryptor, configuration: configuration))
+        }
+        var last = false
+        while true {
+            last = FileManager.default.fileExists(atPath: stopFile)
+            for (app, storage) in storages {
+                do {
+                    emit("\(app)=\(try await storage.get() ?? "nil")")
+                } catch let error as KeychainError {
+                    emit("\(app)=error: \(error.kind)")
+                } catch {
+                    emit("\(app)=error: other")
+                }
+            }
+            if last { return }
         }
     }
 
@@ -167,7 +199,7 @@ struct Probe {
     }
 
     static func usage() -> Never {
-        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] [--unbound] get|save|delete|hammer|mixed ACCOUNT [VALUE | PREFIX N | ACCOUNTS N SEED]\n".utf8))
+        FileHandle.standardError.write(Data("usage: keychain-probe [--service S] [--collection C] [--timeout-ms N] [--no-prompt] [--encrypt] [--unbound] get|save|delete|hammer|mixed|poll ACCOUNT [VALUE | PREFIX N | ACCOUNTS N SEED | STOP-FILE APP...]\n".utf8))
         exit(2)
     }
 }

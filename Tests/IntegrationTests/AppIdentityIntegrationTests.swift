@@ -67,21 +67,24 @@ extension Integration {
             _ = try await Self.app(nil, ["delete", account], program: other)
         }
 
-        /// An item PingStorage 1.x wrote (its schema, no app) is every app's to read until one app
-        /// saves or deletes the account: then it is that app's, and once that app deletes it, no
-        /// app reads it again.
-        @Test func aLegacyItemIsAdoptedByTheFirstAppThatSavesAndDeletedForGood() async throws {
+        /// An item PingStorage 1.x wrote (its schema, no app) is read by every app that has no item
+        /// of its own for the account. A save creates the app's own item and leaves the 1.x item
+        /// as it was (never written into or adopted); the other apps still read the 1.x item. Once an
+        /// app deletes the account (its own item and the items no app owns), no app reads it again.
+        @Test func aLegacyItemIsReadUntilAnAppHasItsOwnAndDeletedForGood() async throws {
             let account = uniqueAccount()
             let legacy = lookup(account).merging(["username": account, "xdg:schema": "com.pingidentity.PingStorage"]) { $1 }
             try SecretTool.store(label: "\(account) (1.x)", attributes: legacy, secret: Data("\"from 1.x\"".utf8))
             #expect(try await Self.app("com.example.A", ["get", account]).output == "from 1.x\n")
-            #expect(try await Self.app("com.example.B", ["get", account]).output == "from 1.x\n", "read by every app until adopted")
+            #expect(try await Self.app("com.example.B", ["get", account]).output == "from 1.x\n", "read by every app without its own")
 
             #expect(try await Self.app("com.example.A", ["save", account, "A's now"]).status == 0)
             let items = try SecretTool.search(lookup(account))
-            #expect(items.count == 1, "adopted in place, not copied")
-            #expect(items.first?.storedAttributes[AppIdentity.attribute] == "com.example.A")
-            #expect(try await Self.app("com.example.B", ["get", account]).status == 1, "no longer B's to read")
+            #expect(items.count == 2, "the app's own item created beside it: \(SecretTool.describeItems(matching: lookup(account)))")
+            let unowned = items.filter { $0.storedAttributes[AppIdentity.attribute] == nil }
+            #expect(unowned.map(\.secret) == ["\"from 1.x\""] && unowned.first?.label == "\(account) (1.x)", "the 1.x item as it was")
+            #expect(try await Self.app("com.example.A", ["get", account]).output == "A's now\n")
+            #expect(try await Self.app("com.example.B", ["get", account]).output == "from 1.x\n", "B has none of its own yet")
 
             #expect(try await Self.app("com.example.A", ["delete", account]).status == 0)
             for app in ["com.example.A", "com.example.B", "com.example.C"] {

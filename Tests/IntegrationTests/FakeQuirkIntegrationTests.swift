@@ -167,14 +167,15 @@ extension Integration {
             #expect(try fake.calls("Set") == 2, "refused once, accepted without the provider's own attributes")
         }
 
-        /// An item another tool wrote (service and account, its own label and attributes) is
-        /// adopted by a save: still one item, our attributes and label added, the provider's and
-        /// the tool's kept.
-        @Test func saveAdoptsAnItemAnotherToolWroteDespiteTheRefusal() async throws {
+        /// An item of the app's own that lacks our label and attributes (another program of the app
+        /// wrote it, with its own label and an attribute of its own) is completed by a save: still
+        /// one item, our attributes and label added, the provider's and the program's kept.
+        @Test func saveCompletesTheAppsItemDespiteTheRefusal() async throws {
             let fake = try await FakeSecretServiceInstance()
             let seeded = try fake.control([
                 "add-item", "--collection", "login", "--label", "written elsewhere",
                 "--attr", "service=\(service)", "--attr", "account=\(account)", "--attr", "application=other-tool",
+                "--attr", "\(AppIdentity.attribute)=\(AppIdentity.current.id)",
                 "--secret-base64", storedJSON("theirs").base64EncodedString(), "--modified", "1700000000",
             ]).trimmingCharacters(in: .whitespacesAndNewlines)
             try fake.scenario("refuses-provider-attributes")
@@ -185,7 +186,7 @@ extension Integration {
             let items = try fake.state().items
             #expect(items.count == 1, "\(items.map(\.path))")
             let item = try #require(items.first)
-            #expect(item.path == seeded, "adopted in place")
+            #expect(item.path == seeded, "completed in place")
             #expect(item.secretBytes == storedJSON("ours"))
             #expect(item.label == "\(account) (\(service))")
             #expect(item.attributes["username"] == account, "\(item.attributes)")

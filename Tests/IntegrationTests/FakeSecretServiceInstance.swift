@@ -143,10 +143,13 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
         return seen
     }
 
-    func seed(account: String, value: String, modified: Int) throws {
+    /// Adds an item of `account` holding `value` as JSON, modified at `modified` (Unix seconds), of
+    /// `app`'s own (default: this test process's, the app its storages are), or no app's when nil.
+    func seed(account: String, value: String, modified: Int, app: String? = AppIdentity.current.id) throws {
         try control(["add-item", "--collection", "login", "--label", "seed", "--attr", "service=com.pingidentity.keychainService",
-                     "--attr", "account=\(account)", "--attr", "copy=\(modified)",
-                     "--secret-base64", Data("\"\(value)\"".utf8).base64EncodedString(), "--modified", "\(modified)"])
+                     "--attr", "account=\(account)", "--attr", "copy=\(modified)"]
+                    + (app.map { ["--attr", "\(AppIdentity.attribute)=\($0)"] } ?? [])
+                    + ["--secret-base64", Data("\"\(value)\"".utf8).base64EncodedString(), "--modified", "\(modified)"])
     }
 
     /// A Secret Service client of the fake, in this process, with a connection of its own.

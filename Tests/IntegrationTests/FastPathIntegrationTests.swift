@@ -27,13 +27,16 @@ extension Integration {
             #expect(try await storage.get() == nil)
         }
 
-        @Test func aNewerDuplicateWrittenByAnotherToolIsSeen() async throws {
+        /// A newer item of the app's own, written by another program of the app (here secret-tool,
+        /// with the app's attribute), is what the next read returns.
+        @Test func aNewerDuplicateWrittenByAnotherProgramOfTheAppIsSeen() async throws {
             let account = uniqueAccount()
             let storage = KeychainStorage<String>(account: account)
             try await storage.save(item: "older")
             #expect(try await storage.get() == "older")
             try await Task.sleep(for: .milliseconds(1100))  // the keyring keeps whole seconds
-            try SecretTool.store(label: "dup", attributes: lookup(account).merging(["by": "secret-tool"]) { $1 },
+            try SecretTool.store(label: "dup", attributes: lookup(account).merging(["by": "secret-tool",
+                                                                                    AppIdentity.attribute: AppIdentity.current.id]) { $1 },
                                  secret: Data(#""newer""#.utf8))
             #expect(try await storage.get() == "newer")
             try await storage.delete()

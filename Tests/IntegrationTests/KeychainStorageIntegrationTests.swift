@@ -169,13 +169,18 @@ struct Integration {
                                  secret: Data(#"{"id":5,"name":"from secret-tool"}"#.utf8))
             let storage = KeychainStorage<TestItem>(account: account)
             #expect(try await storage.get() == TestItem(id: 5, name: "from secret-tool"))
-            // Saving over it keeps one item and gives it our attributes and label.
+            // A save creates the app's own item, with our attributes and label, and leaves
+            // secret-tool's (no app owns it) as it was.
             try await storage.save(item: TestItem(id: 6, name: "ours now"))
             let items = try SecretTool.search(lookup(account))
-            #expect(items.count == 1)
-            #expect(items.first?.attributes["xdg:schema"] == "com.pingidentity.PingStorage")
-            #expect(items.first?.attributes["username"] == account)
-            #expect(items.first?.label == "\(account) (com.pingidentity.keychainService)")
+            #expect(items.count == 2, "\(SecretTool.describeItems(matching: lookup(account)))")
+            let ours = try #require(items.first { $0.storedAttributes[AppIdentity.attribute] == AppIdentity.current.id })
+            #expect(ours.attributes["xdg:schema"] == "com.pingidentity.PingStorage")
+            #expect(ours.attributes["username"] == account)
+            #expect(ours.label == "\(account) (com.pingidentity.keychainService)")
+            let theirs = try #require(items.first { $0.storedAttributes[AppIdentity.attribute] == nil })
+            #expect(theirs.label == "written by secret-tool" && theirs.secret == #"{"id":5,"name":"from secret-tool"}"#)
+            #expect(try await storage.get() == TestItem(id: 6, name: "ours now"))
             try await storage.delete()
             #expect(try SecretTool.search(lookup(account)).isEmpty)
         }
@@ -223,11 +228,12 @@ struct Integration {
     struct Duplicates {
         @Test func getPicksTheNewestAndSaveCollapsesDuplicates() async throws {
             let account = uniqueAccount()
-            // Items another tool or a crashed process left: same service and account, told apart
-            // by an extra attribute. The keyring keeps whole seconds, so they are written 1.1 s apart.
+            // Items crashed processes of the app left: same service, account and app, told apart by
+            // an extra attribute. The keyring keeps whole seconds, so they are written 1.1 s apart.
             for (index, name) in ["oldest", "middle", "newest"].enumerated() {
                 if index > 0 { try await Task.sleep(for: .milliseconds(1100)) }
-                try SecretTool.store(label: name, attributes: lookup(account).merging(["copy": "\(index)"]) { $1 },
+                try SecretTool.store(label: name, attributes: lookup(account).merging(["copy": "\(index)",
+                                                                                       AppIdentity.attribute: AppIdentity.current.id]) { $1 },
                                      secret: Data("\"\(name)\"".utf8))
             }
             #expect(try SecretTool.search(lookup(account)).count == 3)
@@ -246,7 +252,8 @@ struct Integration {
         @Test func duplicatesWithTheSameLabelCollapseToOneCompleteItem() async throws {
             let account = uniqueAccount()
             let label = "\(account) (com.pingidentity.keychainService)"
-            let attributes = lookup(account).merging(["username": account, "xdg:schema": "com.pingidentity.PingStorage"]) { $1 }
+            let attributes = lookup(account).merging(["username": account, "xdg:schema": "com.pingidentity.PingStorage",
+                                                      AppIdentity.attribute: AppIdentity.current.id]) { $1 }
             let client = SecretServiceClient()
             // Binary, as SecuredKeyEncryptor's envelopes are (KWallet keeps those apart from text).
             for value in ["first", "second"] {
@@ -260,8 +267,7 @@ struct Integration {
             try await storage.save(item: "collapsed")
             let items = try SecretTool.search(lookup(account))
             #expect(items.count == 1)
-            #expect(items.first?.storedAttributes == attributes.merging([AppIdentity.attribute: AppIdentity.current.id]) { $1 },
-                    "1.x's items (no app) collapsed onto one, now the app's")
+            #expect(items.first?.storedAttributes == attributes, "the app's duplicates collapsed onto one")
             #expect(items.first?.label == label)
             #expect(try await storage.get() == "collapsed")
             try await storage.delete()

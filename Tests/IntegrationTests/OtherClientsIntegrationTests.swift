@@ -19,11 +19,12 @@ func pythonLiteral(_ text: String) -> String {
 
 extension Integration {
     /// Python keyring and go-keyring write `service` + `username` and no `account`: such an item
-    /// is the same account for KeychainStorage (read, adopted on save, removed on delete); an item
-    /// whose `account` says otherwise is never taken.
+    /// is the same account for KeychainStorage, an item no app owns (read while the app has none
+    /// of its own, never written into, removed on delete); an item whose `account` says otherwise
+    /// is never taken.
     @Suite("Items of Python keyring and go-keyring")
     struct OtherClients {
-        @Test func anItemPythonKeyringWroteIsTheSameAccount() async throws {
+        @Test func anItemPythonKeyringWroteIsTheSameAccountAndNeverWrittenInto() async throws {
             let account = uniqueAccount(), service = "org.example.python-\(UUID().uuidString.prefix(8))"
             _ = try python("keyring.set_password(\(pythonLiteral(service)), \(pythonLiteral(account)), '\"from python\"')")
             let written = try SecretTool.search(["service": service])
@@ -32,17 +33,18 @@ extension Integration {
             #expect(written[0].attributes["username"] == account)
 
             let storage = KeychainStorage<String>(account: account, configuration: KeychainConfiguration(service: service))
-            #expect(try await storage.get() == "from python", "get reads it")
+            #expect(try await storage.get() == "from python", "get reads it while the app has no item of its own")
 
             try await storage.save(item: "ours")
-            let adopted = try SecretTool.search(["service": service])
-            try #require(adopted.count == 1, "save adopted it: one item, not a second one")
-            #expect(adopted[0].path == written[0].path)
-            #expect(adopted[0].attributes["account"] == account, "our attributes added")
-            #expect(adopted[0].attributes["xdg:schema"] == "com.pingidentity.PingStorage")
-            #expect(adopted[0].attributes["application"] == written[0].attributes["application"], "theirs kept")
-            let seenByPython = try python("print(keyring.get_password(\(pythonLiteral(service)), \(pythonLiteral(account))))")
-            #expect(seenByPython.output == "\"ours\"\n", "Python keyring reads the new value")
+            let items = try SecretTool.search(["service": service])
+            try #require(items.count == 2, "the app's own item beside it: \(SecretTool.describeItems(matching: ["service": service]))")
+            let theirs = try #require(items.first { $0.path == written[0].path })
+            #expect(theirs.secret == written[0].secret && theirs.attributes == written[0].attributes && theirs.label == written[0].label,
+                    "Python keyring's item exactly as it was")
+            let ours = try #require(items.first { $0.path != written[0].path })
+            #expect(ours.storedAttributes[AppIdentity.attribute] == AppIdentity.current.id)
+            #expect(ours.storedAttributes["username"] == account, "Python keyring finds ours by username too")
+            #expect(try await storage.get() == "ours", "from now on the app's own")
 
             try await storage.delete()
             #expect(try SecretTool.search(["service": service]).isEmpty)

@@ -79,9 +79,11 @@ extension Integration.PingKeyring {
     @Test func saveReplacesInPlaceAndCollapsesDuplicates() async throws {
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
-        // Left by other tools: same service and account, told apart by an extra attribute.
+        // Left by crashed processes of the app: same service, account and app, told apart by an
+        // extra attribute.
         for copy in 1...2 {
-            try SecretTool.store(label: "copy \(copy)", attributes: lookup(account).merging(["copy": "\(copy)"]) { $1 },
+            try SecretTool.store(label: "copy \(copy)", attributes: lookup(account).merging(["copy": "\(copy)",
+                                                                                              AppIdentity.attribute: testApp]) { $1 },
                                  secret: Data("\"copy \(copy)\"".utf8))
         }
         #expect(try SecretTool.search(lookup(account)).count == 2)

@@ -8,6 +8,7 @@ private func storage(_ fake: FakeSecretService, account: String = "acct") -> Key
                             configuration: KeychainConfiguration(), backend: fake)
 }
 private let lookupAttributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
+private let ownLookup = lookupAttributes.merging([AppIdentity.attribute: AppIdentity.current.id]) { $1 }
 
 @Suite("Fast paths: remembered item, skipped writes")
 struct FastPathTests {
@@ -87,8 +88,8 @@ struct FastPathTests {
 
     @Test func savingTheStoredValueStillCollapsesDuplicates() async throws {
         let fake = FakeSecretService()
-        _ = fake.seed(attributes: lookupAttributes, secret: #""same""#, modifiedOffset: -5)
-        let newest = fake.seed(attributes: lookupAttributes.merging(["by": "other"]) { $1 }, secret: #""same""#)
+        _ = fake.seed(attributes: ownLookup, secret: #""same""#, modifiedOffset: -5)
+        let newest = fake.seed(attributes: ownLookup.merging(["by": "other"]) { $1 }, secret: #""same""#)
         try await storage(fake).save(item: "same")
         #expect(fake.items.keys.sorted() == [newest])
         #expect(!fake.writes.contains { $0.hasPrefix("setSecret") }, "the value was already there")

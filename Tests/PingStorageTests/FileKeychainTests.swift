@@ -69,30 +69,38 @@ struct FileKeychainTests {
         #expect(try JSONDecoder().decode(Dog.self, from: secret.bytes) == lucky)
     }
 
-    @Test func itemsOtherToolsWroteAreFoundCompletedAndDuplicatesCollapsed() async throws {
+    /// Python keyring's item (service + username, no account) is read while the app has no item
+    /// of its own; once it has, the app's own is read, the newer item no app owns is never written
+    /// into, the app's duplicates are collapsed, and another account's item is not touched.
+    @Test func itemsOtherToolsWroteAreReadUntilTheAppHasItsOwnAndNeverWrittenInto() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
         let keyring = file.keyring
         let json = try JSONEncoder().encode(lucky)
-        // Python keyring's item (service + username, no account), an older duplicate of ours, and
-        // another account's item that must not be touched.
-        try keyring.modify { items throws(FileKeyringError) in
-            items.append(FileKeyringItem(label: "py", attributes: ["service": ours["service"]!, "username": "acct"],
-                                         secret: FileKeyringSecret(copying: Array(json)), created: 100, modified: 200))
-            items.append(FileKeyringItem(label: "old", attributes: ours, secret: FileKeyringSecret(utf8: "\"stale\""),
-                                         created: 50, modified: 60))
-            items.append(FileKeyringItem(label: "other", attributes: ["service": ours["service"]!, "username": "acct", "account": "bob"],
-                                         secret: FileKeyringSecret(utf8: "{}"), created: 300, modified: 300))
-        }
+        let python = FileKeyringItem(label: "py", attributes: ["service": ours["service"]!, "username": "acct"],
+                                     secret: FileKeyringSecret(copying: Array(json)), created: 100, modified: 200)
+        let other = FileKeyringItem(label: "other", attributes: ["service": ours["service"]!, "username": "acct", "account": "bob"],
+                                    secret: FileKeyringSecret(utf8: "{}"), created: 300, modified: 300)
+        try keyring.modify { items throws(FileKeyringError) in items += [python, other] }
         let storage = file.storage(Dog.self)
-        #expect(try await storage.get() == lucky, "the newest of the account's items")
+        #expect(try await storage.get() == lucky, "no item of the app's own: the one no app owns")
+        let rex = Dog(name: "Rex", breed: "Boxer")
+        try await storage.save(item: rex)
+        // Two of the app's own now: a duplicate a crashed process left, older.
+        try keyring.modify { items throws(FileKeyringError) in
+            items.append(FileKeyringItem(label: "old", attributes: ours, secret: FileKeyringSecret(utf8: "\"stale\""), created: 50, modified: 60))
+        }
+        #expect(try await storage.get() == rex, "the app's own, although the item no app owns is newer")
         try await storage.save(item: lucky)
         let items = try keyring.items()
-        #expect(items.count == 2)
-        let kept = try #require(items.first { $0.attributes["account"] == "acct" })
-        #expect(kept.attributes == ours, "the adopted item carries our attributes")
+        #expect(items.count == 3, "\(items.map(\.label))")
+        #expect(items.contains(python), "the item no app owns, exactly as it was")
+        #expect(items.contains(other))
+        let kept = try #require(items.first { $0.attributes == ours })
         #expect(kept.label == "acct (com.pingidentity.keychainService)")
-        #expect(items.contains { $0.attributes["account"] == "bob" })
+        #expect(try JSONDecoder().decode(Dog.self, from: kept.secret.copiedData()) == lucky)
+        try await storage.delete()
+        #expect(try keyring.items() == [other], "a delete removes the app's own and the item no app owns")
     }
 
     @Test func anUnchangedSaveDoesNotRewriteTheFile() async throws {

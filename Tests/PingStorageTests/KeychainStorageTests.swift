@@ -12,6 +12,8 @@ private func makeStorage<T>(_ type: T.Type = T.self, _ fake: FakeSecretService, 
 private let ours = ["service": "com.pingidentity.keychainService", "account": "acct", "username": "acct",
                     "xdg:schema": "com.pingidentity.PingStorage", AppIdentity.attribute: AppIdentity.current.id]
 private let lookupAttributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
+/// An item of the app's own with the lookup attributes alone (its duplicates, as a crashed process left them).
+private let ownLookup = lookupAttributes.merging([AppIdentity.attribute: AppIdentity.current.id]) { $1 }
 
 private func kind(_ body: () async throws -> Void) async -> String? {
     do { try await body(); return nil } catch let error as KeychainError { return error.kind } catch { return "\(type(of: error))" }
@@ -57,10 +59,10 @@ struct KeychainStorageTests {
 
     @Test func duplicatesReadTheNewestAndSaveLeavesOne() async throws {
         let fake = FakeSecretService()
-        let old = fake.seed(attributes: lookupAttributes, secret: #"{"name":"Old","breed":"x"}"#, modifiedOffset: -100)
-        let newest = fake.seed(attributes: lookupAttributes.merging(["extra": "1"]) { $1 },
+        let old = fake.seed(attributes: ownLookup, secret: #"{"name":"Old","breed":"x"}"#, modifiedOffset: -100)
+        let newest = fake.seed(attributes: ownLookup.merging(["extra": "1"]) { $1 },
                                secret: #"{"name":"New","breed":"y"}"#, modifiedOffset: -10)
-        let middle = fake.seed(attributes: lookupAttributes, secret: #"{"name":"Mid","breed":"z"}"#, modifiedOffset: -50)
+        let middle = fake.seed(attributes: ownLookup, secret: #"{"name":"Mid","breed":"z"}"#, modifiedOffset: -50)
         let storage = makeStorage(Dog.self, fake)
         #expect(try await storage.get()?.name == "New")
         #expect(fake.writes.isEmpty, "reads never write")
@@ -79,12 +81,12 @@ struct KeychainStorageTests {
     @Test func saveKeepsTheDuplicateCreatedLastWhateverWasWrittenSince() async throws {
         // What the first process sees: `older` created and written first.
         let before = FakeSecretService()
-        let olderBefore = before.seed(attributes: lookupAttributes, secret: #""older""#, modifiedOffset: -100)
-        let newerBefore = before.seed(attributes: lookupAttributes, secret: #""newer""#, modifiedOffset: -50)
+        let olderBefore = before.seed(attributes: ownLookup, secret: #""older""#, modifiedOffset: -100)
+        let newerBefore = before.seed(attributes: ownLookup, secret: #""newer""#, modifiedOffset: -50)
         // What the second sees a moment later: a third process has just written `older`.
         let after = FakeSecretService()
-        let olderAfter = after.seed(attributes: lookupAttributes, secret: #""third""#, modifiedOffset: -10, createdOffset: -100)
-        let newerAfter = after.seed(attributes: lookupAttributes, secret: #""newer""#, modifiedOffset: -50)
+        let olderAfter = after.seed(attributes: ownLookup, secret: #""third""#, modifiedOffset: -10, createdOffset: -100)
+        let newerAfter = after.seed(attributes: ownLookup, secret: #""newer""#, modifiedOffset: -50)
 
         try await makeStorage(String.self, before).save(item: "one")
         try await makeStorage(String.self, after).save(item: "two")

@@ -30,9 +30,12 @@ struct LogTests {
         let fake = FakeSecretService()
         let account = "log-\(UUID().uuidString.prefix(8))"
         let service = KeychainConfiguration.defaultService
-        // Another tool's item and a duplicate of ours, both holding the secret.
+        // Another tool's item, and two items of the app's own without our label and attributes (a
+        // crashed process's duplicates), all holding the secret.
+        let own = ["service": service, "account": account, AppIdentity.attribute: AppIdentity.current.id]
         fake.seed(attributes: ["service": service, "username": account], secret: "\"\(marker)-old\"", label: "python")
-        fake.seed(attributes: ["service": service, "account": account], secret: "\"\(marker)-dup\"", label: "dup", modifiedOffset: -5)
+        fake.seed(attributes: own, secret: "\"\(marker)-dup\"", label: "dup", modifiedOffset: -5)
+        fake.seed(attributes: own, secret: "\"\(marker)-dup2\"", label: "dup2", modifiedOffset: -8, createdOffset: -8)
         let storage = KeychainStorage<String>(account: account, encryptor: NoEncryptor(), cacheStrategy: .NO_CACHE,
                                               configuration: KeychainConfiguration(), backend: fake)
         #expect(try await storage.get()?.hasPrefix(marker) == true)
@@ -45,7 +48,7 @@ struct LogTests {
         try await storage.delete()
 
         let lines = recorder.all.filter { $0.contains(account) }
-        #expect(lines.contains { $0.contains("giving the item") && $0.contains("PingStorage's label") }, "\(lines)")
+        #expect(lines.contains { $0.contains("giving the app's item") && $0.contains("PingStorage's label") }, "\(lines)")
         #expect(lines.contains { $0.contains("removing the duplicate item") })
         #expect(lines.contains { $0.contains("read of account '\(account)'") && $0.hasSuffix(" ms") })
         #expect(lines.contains { $0.contains("failed: locked") })

@@ -4,6 +4,9 @@ import Testing
 @testable import PingStorage
 
 private let lookupAttributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
+/// An item of the app's own with the lookup attributes alone (what another process of the app, or
+/// a crashed one, may leave).
+private let ownLookup = lookupAttributes.merging([AppIdentity.attribute: AppIdentity.current.id]) { $1 }
 /// What KeychainStorage itself writes: an item like this is written through without a search.
 private let ourAttributes = lookupAttributes.merging(["username": "acct", "xdg:schema": "com.pingidentity.PingStorage"]) { $1 }
 private let ourLabel = "acct (com.pingidentity.keychainService)"
@@ -36,11 +39,12 @@ struct ProviderQuirkTests {
         #expect(fake.items.count == 1)
     }
 
-    /// A concurrent creator's duplicate (the generation moved by more than our own creation) is
-    /// collapsed right after creating, onto the item every process picks: the newest.
+    /// A concurrent creator's duplicate (another process of the app: the generation moved by more
+    /// than our own creation) is collapsed right after creating, onto the item every process
+    /// picks: the newest.
     @Test func aDuplicateFromAConcurrentCreatorIsCollapsedAtOnce() async throws {
         let fake = FakeSecretService()
-        fake.state.withLock { $0.concurrentCreator = lookupAttributes }
+        fake.state.withLock { $0.concurrentCreator = ownLookup }
         let keychain = storage(fake)
         try await keychain.save(item: "ours")
         #expect(fake.items.count == 1, "one item right after the save")
@@ -52,18 +56,31 @@ struct ProviderQuirkTests {
     /// the generation moved by two since the search, so the duplicate is collapsed at once.
     @Test func anItemCreatedBetweenOurSearchAndOurCreateIsCollapsed() async throws {
         let fake = FakeSecretService()
-        fake.state.withLock { $0.creatorAfterSearch = lookupAttributes }
+        fake.state.withLock { $0.creatorAfterSearch = ownLookup }
         try await storage(fake).save(item: "ours")
         #expect(fake.items.count == 1, "one item right after the save")
     }
 
+    /// An item no app owns, or another app's, created at the same moment is not the app's
+    /// duplicate: it is neither deleted nor written into, and the app's own item is what it reads.
+    @Test(arguments: [[:], [AppIdentity.attribute: "com.example.Other"]])
+    func anotherOwnersItemCreatedAtTheSameMomentIsLeftAlone(_ owner: [String: String]) async throws {
+        let fake = FakeSecretService()
+        fake.state.withLock { $0.creatorAfterSearch = lookupAttributes.merging(owner) { $1 } }
+        let keychain = storage(fake)
+        try await keychain.save(item: "ours")
+        #expect(fake.items.count == 2, "the app's own item and the other one")
+        #expect(!fake.writes.contains { $0.hasPrefix("delete ") || $0.hasPrefix("setSecret ") }, "\(fake.writes)")
+        #expect(try await keychain.get() == "ours")
+    }
+
     /// A provider that refuses the attribute write altogether (the client has already left out
-    /// what KeePassXC computes itself): the item still gets our label and the value, and stays the
-    /// account's item.
+    /// what KeePassXC computes itself): the app's item that lacked some of our attributes still
+    /// gets our label and the value, and stays the account's item.
     @Test func refusedAttributesStillLeaveTheLabelAndTheValue() async throws {
         let fake = FakeSecretService()
-        _ = fake.seed(attributes: lookupAttributes.merging(["Uuid": "0123", "Path": "/x"]) { $1 }, secret: #""old""#,
-                      label: "written by another tool")
+        _ = fake.seed(attributes: ownLookup.merging(["Uuid": "0123", "Path": "/x"]) { $1 }, secret: #""old""#,
+                      label: "another label")
         fake.state.withLock { $0.refusedAttributes = ["Uuid", "Path", "TOTP"] }
         try await storage(fake).save(item: "ours")
         let item = try #require(fake.items.values.first)

@@ -9,7 +9,9 @@ import Testing
 /// its plaintext compared (every envelope differs: GCM's nonce is random); anything else is written.
 @Suite("Unchanged encrypted saves")
 struct UnchangedEncryptedSaveTests {
-    private let attributes = ["service": "com.pingidentity.keychainService", "account": "acct"]
+    /// The app's own item of the account (a save writes only into the app's own).
+    private let attributes = ["service": "com.pingidentity.keychainService", "account": "acct",
+                              AppIdentity.attribute: AppIdentity.current.id]
 
     @Test func onTheSecretServiceAnUnchangedValueIsNotWrittenAndAChangedOneIs() async throws {
         let fake = FakeSecretService()

@@ -6,9 +6,20 @@ import Foundation
 import SecretService
 
 /// The Keychain rules of one account of one app, the same on every store (``KeyringStore``): which
-/// items are the account's (the app's own, items no app owns: Python keyring's, go-keyring's,
-/// secret-tool's and PingStorage 1.x's; never another app's), what we write on them, and which
-/// item a read takes or a save keeps among duplicates. No I/O.
+/// items are the account's, what we write on them, and which item a read takes or a save keeps
+/// among duplicates. No I/O.
+///
+/// **Whose items.** An item of the account is the app's own (its `pingstorage-app` is the app), no
+/// app's (it has no `pingstorage-app`: PingStorage 1.x's, secret-tool's, Python keyring's and
+/// go-keyring's), or another app's (never the account's for this app, ``ItemOwnership``).
+/// - A read takes the app's own item; only while the app has none does it take an item no app
+///   owns (so 1.x upgrades and other tools' items keep working).
+/// - A save writes into the app's own item, or creates it. **No secret is ever written into an item
+///   no app owns**, and such an item is never adopted: two apps saving the same account at once,
+///   over the same item no app owns, each end with their own item, and neither reads the other's
+///   value at any moment (an adopting save would write its secret into the shared item first).
+/// - A delete removes the app's own items and the account's items no app owns, so that nothing
+///   comes back on the next read.
 struct AccountRules: Sendable {
     let account: String
     let service: String
@@ -65,20 +76,28 @@ struct AccountRules: Sendable {
     /// The label Seahorse, KeePassXC and KWallet show.
     var label: String { "\(account) (\(service))" }
 
-    /// Whether an item with `attributes` is the account's: ours and most tools' carry `service`
-    /// and `account`; Python keyring's and go-keyring's carry `service` and `username` and no
-    /// `account`. An item whose `account` differs is never the account's, whatever its `username`;
-    /// one of another app (its `pingstorage-app` differs) never is either. An item no app owns (no
-    /// such attribute: other tools', PingStorage 1.x's) is, and a save makes it the app's.
-    func belongsToAccount(_ attributes: [String: String]) -> Bool {
-        guard attributes["service"] == service, Self.isOwn(attributes, by: app) else { return false }
-        return ItemAccount(attributes)?.name == account
+    /// Whose item of the account an item with `attributes` is; nil when it is not the account's.
+    /// Ours and most tools' carry `service` and `account`; Python keyring's and go-keyring's carry
+    /// `service` and `username` and no `account`. An item whose `account` differs is never the
+    /// account's, whatever its `username`; one of another app (its `pingstorage-app` differs) never
+    /// is either.
+    func ownership(of attributes: [String: String]) -> ItemOwnership? {
+        guard attributes["service"] == service, ItemAccount(attributes)?.name == account else { return nil }
+        return ItemOwnership(attributes, app: app)
     }
+
+    /// Whether an item with `attributes` is the account's (the app's own or no app's).
+    func belongsToAccount(_ attributes: [String: String]) -> Bool { ownership(of: attributes) != nil }
 
     /// Whether an item (or key item) with `attributes` may be used by `app`: it is `app`'s, or no
     /// app's.
-    static func isOwn(_ attributes: [String: String], by app: String) -> Bool {
-        attributes[AppIdentity.attribute].map { $0 == app } ?? true
+    static func isUsable(_ attributes: [String: String], by app: String) -> Bool { ItemOwnership(attributes, app: app) != nil }
+
+    /// The items a read chooses among, from the account's items with their ownership: the app's own,
+    /// or, only while it has none, those no app owns.
+    func readable<Item>(_ items: [(item: Item, ownership: ItemOwnership)]) -> [Item] {
+        let own = items.filter { $0.ownership == .own }
+        return (own.isEmpty ? items : own).map(\.item)
     }
 
     /// Whether an item carries all our attributes and our label.
@@ -90,6 +109,24 @@ struct AccountRules: Sendable {
     /// Deterministic whoever asks, on either store.
     func chosen<Item>(_ items: [Item], for choice: DuplicateChoice, age: (Item) -> ItemAge) -> Item? {
         items.max { age($0).isOlder(than: age($1), for: choice) }
+    }
+}
+
+/// Whose an item of an account (or a key item) is, for one app (``AccountRules``).
+enum ItemOwnership: Sendable, Hashable {
+    /// The app's own: its `pingstorage-app` is the app. A save writes only into these.
+    case own
+    /// No app's: it has no `pingstorage-app` (PingStorage 1.x's, other tools'). Read only while the
+    /// app has no item of its own; never written into or adopted; removed by a delete.
+    case unowned
+
+    /// The ownership of an item with `attributes` for `app`; nil when it is another app's.
+    init?(_ attributes: [String: String], app: String) {
+        switch attributes[AppIdentity.attribute] {
+        case nil: self = .unowned
+        case app: self = .own
+        default: return nil
+        }
     }
 }
 

@@ -12,22 +12,24 @@ import Waiting
 /// decides which, once per process and configuration. ``KeychainItems`` (the account's item) and
 /// ``KeyVault`` (``SecuredKeyEncryptor``'s keys) work through it alone.
 ///
-/// The Keychain rules are the same on both (``AccountRules``: one item per account, found whoever
-/// wrote it, the item a read takes and the one a save keeps among duplicates, the attributes and
-/// label written, nothing written when the value is already there; ``KeyVault``'s rules for keys);
+/// The Keychain rules are the same on both (``AccountRules``: one item of the app's own per
+/// account; items no app owns, whoever wrote them, read only while the app has none and never
+/// written into; the item a read takes and the one a save keeps among duplicates, the attributes
+/// and label written, nothing written when the value is already there; ``KeyVault``'s rules for keys);
 /// each store applies them with what its backend offers: change tokens and a remembered item on
 /// the Secret Service, one transaction of the file on a file keyring.
 ///
 /// Every call ends by `deadline` and throws ``StorageFailure`` alone: each store translates its
 /// backend's errors once.
 protocol KeyringStore: Sendable {
-    /// The account's secret, or nil when it has no item.
+    /// The account's secret (the app's own item's, else one no app owns), or nil when it has none.
     func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue?
-    /// Leaves exactly one item of the account, holding `value` (or what `holds` recognises as it).
+    /// Leaves exactly one item of the app's own for the account, holding `value` (or what `holds`
+    /// recognises as it); items no app owns are left as they are.
     /// - Returns: whether a secret was written (false: the item already held the value).
     func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
                by deadline: Deadline) async throws(StorageFailure) -> Bool
-    /// Removes every item of the account; none is success.
+    /// Removes the app's own items of the account and those no app owns; none is success.
     func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure)
     /// The metadata of the item a read takes, found afresh; nil when there is none.
     func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretItemInfo?

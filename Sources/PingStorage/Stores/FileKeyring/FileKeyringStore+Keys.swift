@@ -57,7 +57,7 @@ extension FileKeyringStore {
             let contents = try await keyring.contents(by: deadline.instant)
             return (contents.items, try contents.damaged(matching: query))
         } ?? ([], [])
-        guard let item = items.first(where: { $0.matches(query) && AccountRules.isOwn($0.attributes, by: app) }) else {
+        guard let item = items.first(where: { $0.matches(query) && AccountRules.isUsable($0.attributes, by: app) }) else {
             // The key may be in a damaged record: that is a damaged item, not a missing key.
             guard damaged.isEmpty else { throw StorageFailure(FileKeyringError.damaged(damaged, path: keyring.path)) }
             return nil

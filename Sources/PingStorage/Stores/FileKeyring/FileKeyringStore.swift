@@ -8,8 +8,9 @@ import SecretService
 import Waiting
 
 /// The items and keys of a configuration in a sandbox's file keyring (``KeyringStore``): the same
-/// rules as on the Secret Service (``AccountRules``: attributes, label, adoption of Python keyring
-/// and go-keyring items, the choice among duplicates), each operation one transaction of the file
+/// rules as on the Secret Service (``AccountRules``: attributes, label, the app's own item first and
+/// items no app owns only while it has none, never written into; the choice among duplicates),
+/// each operation one transaction of the file
 /// (``FileKeyring/modify(by:_:)``), so that nothing another process of the app writes at the same
 /// moment is lost, and no create race can leave duplicates.
 ///
@@ -42,7 +43,8 @@ struct FileKeyringStore: KeyringStore {
         return try info(stored[index], at: index)
     }
 
-    /// Leaves exactly one item of the account, holding `value`. Nothing is written when that is
+    /// Leaves exactly one item of the app's own for the account, holding `value`, created when the
+    /// app has none (items no app owns are left as they are). Nothing is written when that is
     /// already so, the item's secret counting as `value` when `holds` says so.
     func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
                by deadline: Deadline) async throws(StorageFailure) -> Bool {
@@ -50,14 +52,15 @@ struct FileKeyringStore: KeyringStore {
         let keyring = try await keychain.keyring(by: deadline)
         let written: Void? = try await run(account: account) { () async throws(FileKeyringError) in
             try await keyring.modify(by: deadline.instant, withDamaged: { stored, damaged throws(FileKeyringError) in
-                // A damaged record that may be the account's is neither overwritten nor left beside
-                // a new item (which of the two would libsecret find?): nothing is written.
-                try Self.refuseDamaged(damaged, of: account, in: keyring)
-                guard let target = Self.chosen(in: stored, of: account, for: .toKeep) else {
+                // A damaged record that may be the app's own item is neither overwritten nor left
+                // beside a new item (which of the two would a read take?): nothing is written.
+                try Self.refuseDamaged(damaged, of: account, in: keyring, concerning: [.own])
+                let own = stored.indices.filter { account.ownership(of: stored[$0].attributes) == .own }
+                guard let target = account.chosen(own, for: .toKeep, age: { ItemAge(stored[$0], position: $0) }) else {
                     stored.append(FileKeyringItem(label: account.label, attributes: account.itemAttributes, secret: secret))
                     return
                 }
-                let duplicates = stored.indices.filter { $0 != target && account.belongsToAccount(stored[$0].attributes) }
+                let duplicates = own.filter { $0 != target }
                 var item = stored[target]
                 if item.secret != secret, !Self.secret(item.secret, satisfies: holds) { item.secret = secret }
                 item.label = account.label
@@ -76,15 +79,15 @@ struct FileKeyringStore: KeyringStore {
         return written != nil
     }
 
-    /// Removes every item of the account; nothing to remove writes nothing. A damaged record
-    /// that may be the account's fails the delete: it is not removed, and nothing is (a delete
-    /// that succeeded would promise a `get` of nil, and the damaged record may be a value the user
-    /// restores from a backup).
+    /// Removes the app's own items of the account and those no app owns; nothing to remove writes
+    /// nothing. A damaged record that may be one of them fails the delete: it is not removed, and
+    /// nothing is (a delete that succeeded would promise a `get` of nil, and the damaged record may
+    /// be a value the user restores from a backup).
     func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) {
         let keyring = try await keychain.keyring(by: deadline)
         _ = try await run(account: account) { () async throws(FileKeyringError) in
             try await keyring.modify(by: deadline.instant, withDamaged: { stored, damaged throws(FileKeyringError) in
-                try Self.refuseDamaged(damaged, of: account, in: keyring)
+                try Self.refuseDamaged(damaged, of: account, in: keyring, concerning: [.own, .unowned])
                 let before = stored.count
                 stored.removeAll { account.belongsToAccount($0.attributes) }
                 if stored.count == before { throw FileKeyringError.aborted("unchanged") }
@@ -92,21 +95,23 @@ struct FileKeyringStore: KeyringStore {
         }
     }
 
-    /// Throws ``FileKeyringError/Code/damagedItem`` when a record of `damaged` may be the
-    /// account's item (``AccountRules/mayBeAccounts(_:)``).
-    static func refuseDamaged(_ damaged: [FileKeyringDamagedRecord], of account: AccountRules,
-                              in keyring: FileKeyring) throws(FileKeyringError) {
-        var concerned: [FileKeyringDamagedRecord] = []
-        for record in damaged where try account.mayBeAccounts(record) { concerned.append(record) }
-        if !concerned.isEmpty { throw .damaged(concerned, path: keyring.path) }
+    /// Throws ``FileKeyringError/Code/damagedItem`` when a record of `damaged` may be an item of
+    /// the account whose ownership is in `concerned` (``AccountRules/mayBeAccounts(_:)``).
+    static func refuseDamaged(_ damaged: [FileKeyringDamagedRecord], of account: AccountRules, in keyring: FileKeyring,
+                              concerning concerned: Set<ItemOwnership>) throws(FileKeyringError) {
+        var matching: [FileKeyringDamagedRecord] = []
+        for record in damaged where try account.mayBeAccounts(record).contains(where: concerned.contains) { matching.append(record) }
+        if !matching.isEmpty { throw .damaged(matching, path: keyring.path) }
     }
 
-    /// Which of a file's items is the account's for `choice` (``AccountRules/chosen(_:for:age:)``,
-    /// the position in the file standing for the item number).
-    static func chosen(in stored: [FileKeyringItem], of account: AccountRules, for choice: DuplicateChoice) -> Int? {
-        account.chosen(stored.indices.filter { account.belongsToAccount(stored[$0].attributes) }, for: choice) {
-            ItemAge(stored[$0], position: $0)
-        }
+    /// The item of a file a read of the account takes (``AccountRules/readable(_:)``, the newest by
+    /// ``DuplicateChoice/toRead``, the position in the file standing for the item number); nil
+    /// when the account has none.
+    static func readItem(in stored: [FileKeyringItem], of account: AccountRules) -> Int? {
+        let readable = account.readable(stored.indices.compactMap { index in
+            account.ownership(of: stored[index].attributes).map { (index, $0) }
+        })
+        return account.chosen(readable, for: .toRead) { ItemAge(stored[$0], position: $0) }
     }
 
     /// `/file/NAME/N` for the item at `index` of the keyring at `path` (NAME: the file's name
@@ -124,16 +129,23 @@ struct FileKeyringStore: KeyringStore {
     }
 
     /// The file's readable items and the index of the one a read takes, or nil when the account
-    /// has none. A damaged record that may be the account's is an error even beside a readable
-    /// item: it may hold the newer value.
+    /// has none. A damaged record that may be the app's own item is an error even beside a readable
+    /// item (it may hold the newer value), and so is one that may be no app's while the app has no
+    /// item of its own (it may be the one to read).
     private func newestItem(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (stored: [FileKeyringItem], index: Int)? {
         let keyring = try await keychain.keyring(by: deadline)
         let stored = try await run(account: account) { () async throws(FileKeyringError) -> [FileKeyringItem] in
             let contents = try await keyring.contents(by: deadline.instant)
-            try Self.refuseDamaged(contents.damaged, of: account, in: keyring)
+            try Self.refuseDamaged(contents.damaged, of: account, in: keyring, concerning: Self.readConcerns(contents.items, account))
             return contents.items
         } ?? []
-        return Self.chosen(in: stored, of: account, for: .toRead).map { (stored, $0) }
+        return Self.readItem(in: stored, of: account).map { (stored, $0) }
+    }
+
+    /// Which damaged records a read of the account must refuse, given the readable `items`: those
+    /// that may be the app's own, and while it has none, those that may be no app's.
+    static func readConcerns(_ items: [FileKeyringItem], _ account: AccountRules) -> Set<ItemOwnership> {
+        items.contains { account.ownership(of: $0.attributes) == .own } ? [.own] : [.own, .unowned]
     }
 
     private func info(_ item: FileKeyringItem, at index: Int) throws(StorageFailure) -> SecretItemInfo {
@@ -163,17 +175,18 @@ struct FileKeyringStore: KeyringStore {
 }
 
 extension AccountRules {
-    /// Whether a damaged record may be the account's item: ``belongsToAccount(_:)`` asked of what
-    /// its hashed attributes say (their values compared as HMACs; the attributes it decrypted to,
-    /// when it did). Rather too many than too few: a record that may be the account's makes its
-    /// calls fail instead of find nothing, or write beside it.
-    func mayBeAccounts(_ record: FileKeyringDamagedRecord) throws(FileKeyringError) -> Bool {
+    /// Which ownerships a damaged record may have as an item of the account (``ownership(of:)``
+    /// asked of what its hashed attributes say: their values compared as HMACs; the attributes it
+    /// decrypted to, when it did); empty when it cannot be the account's. Rather too many than too
+    /// few: a record that may be the account's makes its calls fail instead of find nothing, or
+    /// write beside it.
+    func mayBeAccounts(_ record: FileKeyringDamagedRecord) throws(FileKeyringError) -> Set<ItemOwnership> {
+        let byAccount = try record.matches(lookupAttributes)
+        let byUsername = byAccount ? false : try record.matches(usernameAttributes)
+        guard byAccount || byUsername else { return [] }
         // Another app's (its app attribute is there and is not this app) is never the account's.
-        if record.hashedAttributeNames.contains(AppIdentity.attribute), try !record.matches([AppIdentity.attribute: app]) {
-            return false
-        }
-        if try record.matches(lookupAttributes) { return true }
-        return try record.matches(usernameAttributes)
+        guard record.hashedAttributeNames.contains(AppIdentity.attribute) else { return [.unowned] }
+        return try record.matches([AppIdentity.attribute: app]) ? [.own] : []
     }
 }
 

@@ -77,7 +77,7 @@ struct HostMigration: Sendable {
             let marker = ["xdg:schema": Self.markerSchema, "service": service, AppIdentity.attribute: app]
             // A marker without an app: written before apps had identities, when everything was moved.
             let isMarker = { @Sendable (item: FileKeyringItem) in
-                item.matches(["xdg:schema": Self.markerSchema, "service": service]) && AccountRules.isOwn(item.attributes, by: app)
+                item.matches(["xdg:schema": Self.markerSchema, "service": service]) && AccountRules.isUsable(item.attributes, by: app)
             }
             // `items` fails while a record of the file is damaged: it may be the marker or an item to
             // copy, and a copy beside it would be a duplicate. Not done then, and tried again.
@@ -149,7 +149,7 @@ struct HostMigration: Sendable {
         var items: [HostItem] = []
         for path in paths {
             let info = try await client.itemInfo(path)
-            guard AccountRules.isOwn(info.attributes, by: app) else { continue }  // another app's: not ours to take
+            guard AccountRules.isUsable(info.attributes, by: app) else { continue }  // another app's: not ours to take
             var value = try await client.secret(of: path).value.bytes
             defer { value.wipe() }
             let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))

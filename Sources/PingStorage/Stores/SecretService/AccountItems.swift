@@ -20,13 +20,21 @@ struct AccountItems: Sendable {
     let rules: AccountRules
     let calls: any SecretServiceCalls
 
-/// The account's items as a search found them, with the token of that answer.
-struct FoundItems: Sendable {
-    var paths: [ItemPath]
-    /// Metadata already read during the search (items other tools wrote), by path.
-    var known: [ItemPath: SecretItemInfo]
-    var token: ChangeToken?
-}
+    /// The account's items as a search found them, with the token of that answer.
+    struct FoundItems: Sendable {
+        /// The app's own items of the account.
+        var own: [ItemPath]
+        /// The account's items no app owns; nil when they were not looked at (the app has items of
+        /// its own, and the caller did not ask: reads and saves never use them then).
+        var unowned: [ItemPath]?
+        /// Metadata already read during the search (items found past the app's own), by path.
+        var known: [ItemPath: SecretItemInfo]
+        var token: ChangeToken?
+
+        /// The items a read chooses among (``AccountRules/readable(_:)``): the app's own, else those
+        /// no app owns.
+        var readable: [ItemPath] { own.isEmpty ? unowned ?? [] : own }
+    }
 
     // MARK: Finding the account's items
 
@@ -35,10 +43,11 @@ struct FoundItems: Sendable {
     /// Three searches go out at once (one round trip): the app's own items (`service`, `account`
     /// and the app), and every item with `service` + `account` (secret-tool's, PingStorage 1.x's,
     /// other apps') or `service` + `username` (Python keyring and go-keyring write `username` and
-    /// no `account`). An item found only by the last two is read and taken when it is the
-    /// account's (``AccountRules/belongsToAccount(_:)``: never another app's). When the answers do
-    /// not describe the same moment (something changed between them), they are asked again.
-    func accountItems() async throws(SecretServiceError) -> FoundItems {
+    /// no `account`). Items found only by the last two are read to tell the account's items no app
+    /// owns from other apps' (``AccountRules/ownership(of:)``): only when the app has no item of its
+    /// own, or when `lookingPastOwn` (a delete removes them too). When the answers do not describe
+    /// the same moment (something changed between them), they are asked again.
+    func accountItems(lookingPastOwn: Bool = false) async throws(SecretServiceError) -> FoundItems {
         var attempt = 0
         while true {
             attempt += 1
@@ -56,19 +65,26 @@ struct FoundItems: Sendable {
             let sameMoment = others.changeToken.isUnchanged(since: ours.changeToken)
                 && theirs.changeToken.isUnchanged(since: ours.changeToken)
             if !sameMoment && attempt < 3 { continue }
-            var paths = ours.all
-            var known: [ItemPath: SecretItemInfo] = [:]
+            let own = ours.all
             // Each item once: another app's item carries `account` and `username`, so both searches
             // find it, and reading it twice would cost a round trip more per search.
             var candidates: [ItemPath] = []
-            for path in others.all + theirs.all where !paths.contains(path) && !candidates.contains(path) {
+            for path in others.all + theirs.all where !own.contains(path) && !candidates.contains(path) {
                 candidates.append(path)
             }
+            let token = sameMoment ? ours.changeToken : nil
+            guard own.isEmpty || lookingPastOwn || candidates.isEmpty else {
+                return FoundItems(own: own, unowned: nil, known: [:], token: token)
+            }
+            var unowned: [ItemPath] = []
+            var known: [ItemPath: SecretItemInfo] = [:]
             for path in candidates {
                 let info = try await backend.itemInfo(path)
-                guard rules.belongsToAccount(info.attributes) else { continue }
+                // The app's own item found only past the first search (created meanwhile) is left
+                // to the next search: the answers were not of one moment, and the token says so.
+                guard rules.ownership(of: info.attributes) == .unowned else { continue }
                 known[path] = info
-                paths.append(path)
+                unowned.append(path)
             }
             // Items taken that were locked: unlock them the way findItems unlocked ours.
             if others.locked.contains(where: { known[$0] != nil }) {
@@ -77,7 +93,7 @@ struct FoundItems: Sendable {
             if theirs.locked.contains(where: { known[$0] != nil }) {
                 _ = try await backend.findItems(matching: byUsername, in: collection)
             }
-            return FoundItems(paths: paths, known: known, token: sameMoment ? ours.changeToken : nil)
+            return FoundItems(own: own, unowned: unowned, known: known, token: token)
         }
     }
 
@@ -85,23 +101,25 @@ struct FoundItems: Sendable {
         do throws(SecretServiceError) { return .success(try await body()) } catch { return .failure(error) }
     }
 
-    /// The item to use among duplicates, for `choice`. Deterministic whoever asks.
-    func chosen(_ found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> SecretItemInfo {
+    /// The item to use among `paths` (duplicates of one ownership), for `choice`. Deterministic
+    /// whoever asks.
+    func chosen(_ paths: [ItemPath], of found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> SecretItemInfo {
         var infos: [SecretItemInfo] = []
-        for path in found.paths {
+        for path in paths {
             if let known = found.known[path] { infos.append(known) } else { infos.append(try await calls.itemInfo(path)) }
         }
         return rules.chosen(infos, for: choice, age: ItemAge.init)!
     }
 
-    /// ``chosen(_:for:)`` and its secret. When there is one item, its metadata and its secret are
+    /// ``chosen(_:of:for:)`` and its secret. When there is one item, its metadata and its secret are
     /// asked for at once: one round trip.
-    func chosenWithSecret(_ found: FoundItems, for choice: DuplicateChoice) async throws(SecretServiceError) -> (SecretItemInfo, SecretRead) {
-        guard found.paths.count == 1, found.known[found.paths[0]] == nil else {
-            let target = try await chosen(found, for: choice)
+    func chosenWithSecret(_ paths: [ItemPath], of found: FoundItems,
+                          for choice: DuplicateChoice) async throws(SecretServiceError) -> (SecretItemInfo, SecretRead) {
+        guard paths.count == 1, found.known[paths[0]] == nil else {
+            let target = try await chosen(paths, of: found, for: choice)
             return (target, try await calls.secret(of: target.path))
         }
-        let path = found.paths[0], backend = calls
+        let path = paths[0], backend = calls
         async let info: Result<SecretItemInfo, SecretServiceError> = { () async -> Result<SecretItemInfo, SecretServiceError> in
             do throws(SecretServiceError) { return .success(try await backend.itemInfo(path)) } catch { return .failure(error) }
         }()
@@ -117,31 +135,34 @@ struct FoundItems: Sendable {
 
     // MARK: Creating and completing
 
-    /// Creates the account's item, then makes sure it is the only one.
+    /// Creates the app's own item of the account (`found`, the search that found none), then makes
+    /// sure it is the app's only one. Items no app owns are left as they are.
     ///
     /// Not `CreateItem(replace: true)`: two processes creating the same account at once would
     /// each replace the other's item, and on some providers a replace of an item another client
     /// created waits on an access dialog (SecretService's ProviderQuirks). So the item is created
     /// without replace; when anything else was created or deleted since the search that found
-    /// nothing, the account is searched again and duplicates that a concurrent creator left are
-    /// collapsed onto the one every process picks alike (``DuplicateChoice/toKeep``), so racing
-    /// processes converge on one item instead of each deleting the other's.
-    func create(_ value: SecretValue, searchedAt searchToken: ChangeToken?) async throws(SecretServiceError) {
+    /// nothing, the account is searched again and duplicates that a concurrent creator of the same
+    /// app left are collapsed onto the one every process picks alike (``DuplicateChoice/toKeep``),
+    /// so racing processes converge on one item instead of each deleting the other's.
+    func create(_ value: SecretValue, after found: FoundItems) async throws(SecretServiceError) {
         let created = try await calls.createItem(in: rules.collection, label: rules.label, attributes: rules.itemAttributes,
                                                  secret: value, replacing: false)
         // Our own ItemCreated arrives before the answer to CreateItem: one change since the search
-        // means nothing else was created or deleted in between, so the item is the account's only
-        // one. A process creating the account after us sees our ItemCreated, and collapses the two.
-        if let searchToken, created.changeToken.changes(since: searchToken) == 1 {
-            calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken, isComplete: true)
+        // means nothing else was created or deleted in between, so the item is the app's only one.
+        // A process creating the account after us sees our ItemCreated, and collapses the two.
+        if let searchToken = found.token, created.changeToken.changes(since: searchToken) == 1 {
+            calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken, isOwn: true,
+                                                         isComplete: true, unowned: found.unowned)
             calls.rememberedItems.recordOwnItemCreation(from: searchToken, to: created.changeToken)
             return
         }
-        let found = try await accountItems()
-        guard found.paths != [created.path], !found.paths.isEmpty else { return }
-        let target = try await chosen(found, for: .toKeep)
-        for duplicate in found.paths where duplicate != target.path {
-            Log.info("Account '\(rules.account)': another client created it at the same time; removing \(duplicate), keeping \(target.path)")
+        let again = try await accountItems()
+        guard again.own != [created.path], !again.own.isEmpty else { return }
+        let target = try await chosen(again.own, of: again, for: .toKeep)
+        for duplicate in again.own where duplicate != target.path {
+            Log.info("Account '\(rules.account)': another process of the app created it at the same time; removing \(duplicate), "
+                + "keeping \(target.path)")
             _ = try await calls.deleteItem(duplicate)
         }
     }
@@ -149,10 +170,10 @@ struct FoundItems: Sendable {
     /// Whether the item carries all our attributes and our label.
     func isComplete(_ item: SecretItemInfo) -> Bool { rules.isComplete(label: item.label, attributes: item.attributes) }
 
-    /// Gives an item another tool wrote our label and attributes (keeping theirs), best effort:
-    /// the item is found by service and account either way, and a provider that still refuses
-    /// (after the client's own retry without the attributes a provider computes itself) keeps what
-    /// the other tool wrote.
+    /// Gives an item of the app's own that lacks them our label and attributes (keeping the item's
+    /// others), best effort: the item is found by its service, account and app either way, and a
+    /// provider that still refuses (after the client's own retry without the attributes a provider
+    /// computes itself) keeps what it has.
     func complete(_ item: SecretItemInfo) async throws(SecretServiceError) {
         let (label, wanted) = (rules.label, item.attributes.merging(rules.itemAttributes) { $1 })
         do {
@@ -172,14 +193,17 @@ struct FoundItems: Sendable {
         return known
     }
 
-    /// Remembers `item` when it was the account's only one and nothing changed between the search
-    /// and `answer` (with duplicates, or after a change, the next call searches again).
+    /// Remembers `item`, the one a read takes, when it was the only one to choose from and nothing
+    /// changed between the search and `answer` (with duplicates, or after a change, the next call
+    /// searches again).
     func remember(_ item: SecretItemInfo, found: FoundItems, answeredAt answer: ChangeToken) {
-        guard found.paths.count == 1, let token = found.token, answer.isUnchanged(since: token) else {
+        guard found.readable == [item.path], let token = found.token, answer.isUnchanged(since: token) else {
             forget()
             return
         }
-        calls.rememberedItems[rules.lockKey] = .init(path: item.path, token: token, isComplete: isComplete(item))
+        let isOwn = found.own == [item.path]
+        calls.rememberedItems[rules.lockKey] = .init(path: item.path, token: token, isOwn: isOwn, isComplete: isComplete(item),
+                                                     unowned: isOwn ? found.unowned : [])
     }
 
     func forget() { calls.rememberedItems[rules.lockKey] = nil }
@@ -199,10 +223,12 @@ struct FoundItems: Sendable {
         }
     }
 
-    /// Writes through the remembered item: whether it wrote (false: the item held the value
-    /// already, by `holds`), or nil when the remembered item turned out stale.
+    /// Writes through the remembered item, the app's own (``RememberedItems/Entry/isOwn``): whether
+    /// it wrote (false: the item held the value already, by `holds`), or nil when the remembered
+    /// item turned out stale.
     func writeRemembered(_ known: RememberedItems.Entry, _ value: SecretValue,
                          _ holds: (Data) -> Bool) async throws(SecretServiceError) -> Bool? {
+        guard known.isOwn else { return nil }
         do {
             var current = try await calls.secret(of: known.path)
             defer { current.value.bytes.wipe() }

@@ -87,10 +87,17 @@ package struct ClientCalls: SecretServiceCalls {
 /// were this connection's own creations of account items.
 final class RememberedItems: Sendable {
     struct Entry: Sendable {
+        /// The item a read of the account takes.
         var path: ItemPath
         var token: ChangeToken
+        /// Whether the item is the app's own: a save writes through it only then (never into an
+        /// item no app owns, ``AccountRules``).
+        var isOwn: Bool
         /// Whether the item already carries our attributes and label (else a write adds them).
         var isComplete: Bool
+        /// The account's items no app owns besides it, which a delete removes too; nil when not
+        /// known (a delete then searches).
+        var unowned: [ItemPath]?
     }
     private let entries = Locked<[String: Entry]>([:])
     /// Token before → token after, for each creation of an account item that was the only change

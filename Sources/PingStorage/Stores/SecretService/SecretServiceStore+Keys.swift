@@ -42,7 +42,7 @@ extension SecretServiceStore {
             for path in found.all {
                 let info = try await calls.itemInfo(path)
                 // Another app's key item is never used, even under an id an envelope names.
-                guard AccountRules.isOwn(info.attributes, by: app) else { continue }
+                guard AccountRules.isUsable(info.attributes, by: app) else { continue }
                 bytes = try await secret(of: info, calls, foundAt: found.changeToken)
                 return info
             }

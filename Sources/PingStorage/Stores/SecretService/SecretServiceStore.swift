@@ -8,8 +8,9 @@ import PingStorageCrypto
 import SecretService
 import Waiting
 
-/// The items and keys of a configuration in the Secret Service (``KeyringStore``): the account's
-/// item found whoever wrote it (Python keyring and go-keyring items included), replaced in place,
+/// The items and keys of a configuration in the Secret Service (``KeyringStore``): the app's own
+/// item of the account, else one no app owns (whoever wrote it: Python keyring's and go-keyring's
+/// included), the app's own replaced in place or created, never an item no app owns written into,
 /// duplicates collapsed, nothing written on a read (``AccountRules``). Unlocking, lock states and
 /// provider quirks are the client's (``SecretServiceClient``); what this store learns from it is
 /// the change token each call returns, which lets it use a remembered item without a search.
@@ -47,44 +48,45 @@ struct SecretServiceStore: KeyringStore {
             }
             return try await items.retryingVanishedItem { () async throws(SecretServiceError) in
                 let found = try await items.accountItems()
-                guard !found.paths.isEmpty else {
+                guard !found.readable.isEmpty else {
                     items.forget()
                     return nil
                 }
-                let (target, read) = try await items.chosenWithSecret(found, for: .toRead)
+                let (target, read) = try await items.chosenWithSecret(found.readable, of: found, for: .toRead)
                 items.remember(target, found: found, answeredAt: read.changeToken)
                 return read.value
             }
         }
     }
 
-    /// Stores `value` with one write at most: the existing item's secret is replaced in place, and
-    /// not written at all when it already holds what `holds` recognises.
+    /// Stores `value` with one write at most: the app's own item's secret is replaced in place, and
+    /// not written at all when it already holds what `holds` recognises; without one, the app's own
+    /// item is created. Items no app owns are never written into (``AccountRules``).
     func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
                by deadline: Deadline) async throws(StorageFailure) -> Bool {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
         return try await run { () async throws(SecretServiceError) in
-            if let known = items.rememberedItem(), known.isComplete, let wrote = try await items.writeRemembered(known, value, holds) {
+            if let known = items.rememberedItem(), known.isOwn, known.isComplete,
+               let wrote = try await items.writeRemembered(known, value, holds) {
                 return wrote
             }
             return try await items.retryingVanishedItem { () async throws(SecretServiceError) -> Bool in
                 let found = try await items.accountItems()
-                guard !found.paths.isEmpty else {
-                    try await items.create(value, searchedAt: found.token)
+                guard !found.own.isEmpty else {
+                    try await items.create(value, after: found)
                     return true
                 }
-                var (target, current) = try await items.chosenWithSecret(found, for: .toKeep)
+                var (target, current) = try await items.chosenWithSecret(found.own, of: found, for: .toKeep)
                 defer { current.value.bytes.wipe() }
                 let wrote = !holds(current.value.bytes)
                 if wrote {
                     _ = try await items.calls.setSecret(value, of: target.path)
                 }
                 if !items.isComplete(target) {
-                    Log.info("Account '\(account.account)': giving the item \(target.path) PingStorage's label and attributes "
-                        + "(written by another tool: \(target.label))")
+                    Log.info("Account '\(account.account)': giving the app's item \(target.path) PingStorage's label and attributes")
                     try await items.complete(target)
                 }
-                for duplicate in found.paths where duplicate != target.path {
+                for duplicate in found.own where duplicate != target.path {
                     Log.info("Account '\(account.account)': removing the duplicate item \(duplicate) (keeping \(target.path))")
                     _ = try await items.calls.deleteItem(duplicate)
                 }
@@ -97,19 +99,21 @@ struct SecretServiceStore: KeyringStore {
         }
     }
 
-    /// Deletes every item of the account.
+    /// Deletes the app's own items of the account and those no app owns (``AccountRules``).
     func delete(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
         try await run { () async throws(SecretServiceError) in
-            // The remembered item was the account's only one, and nothing was created since:
-            // delete it without searching (deleting an item that is already gone succeeds).
-            if let known = items.rememberedItem() {
+            // The remembered item was the one a read takes, the account's items no app owns were
+            // known with it, and nothing was created since: delete them without searching
+            // (deleting an item that is already gone succeeds).
+            if let known = items.rememberedItem(), let unowned = known.unowned {
                 items.forget()
-                _ = try await items.calls.deleteItem(known.path)
+                for path in [known.path] + unowned { _ = try await items.calls.deleteItem(path) }
                 return
             }
             items.forget()
-            for path in try await items.accountItems().paths { _ = try await items.calls.deleteItem(path) }
+            let found = try await items.accountItems(lookingPastOwn: true)
+            for path in found.own + (found.unowned ?? []) { _ = try await items.calls.deleteItem(path) }
         }
     }
 
@@ -117,7 +121,7 @@ struct SecretServiceStore: KeyringStore {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
         return try await run { () async throws(SecretServiceError) in
             let found = try await items.accountItems()
-            return found.paths.isEmpty ? nil : try await items.chosen(found, for: .toRead)
+            return found.readable.isEmpty ? nil : try await items.chosen(found.readable, of: found, for: .toRead)
         }
     }
 
@@ -128,8 +132,8 @@ struct SecretServiceStore: KeyringStore {
         return try await run { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
             try await items.retryingVanishedItem { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
                 let found = try await items.accountItems()
-                guard !found.paths.isEmpty else { return nil }
-                let (target, read) = try await items.chosenWithSecret(found, for: .toRead)
+                guard !found.readable.isEmpty else { return nil }
+                let (target, read) = try await items.chosenWithSecret(found.readable, of: found, for: .toRead)
                 return (target, read.value)
             }
         }

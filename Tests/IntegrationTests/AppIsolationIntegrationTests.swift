@@ -1,0 +1,118 @@
+import Foundation
+import PingStorage
+import Testing
+
+extension Integration {
+    /// Apps that race stay apart: no secret is ever written into an item no app owns, so two apps
+    /// saving the same account at the same moment over such an item (PingStorage 1.x's, or one that
+    /// secret-tool or Python keyring wrote) each end with their own item, and neither reads the
+    /// other's value at any moment. The apps are real processes (keychain-probe under two
+    /// identities); what is in the keyring is seen through secret-tool, a client we did not write.
+    @Suite("Apps stay apart when they race")
+    struct AppIsolation {
+        static let (appA, appB) = ("com.example.RaceA", "com.example.RaceB")
+
+        /// 20 rounds, each on a fresh account holding an item no app owns: A and B save at once while
+        /// a third process reads the account as A and as B in turn, again and again. No read as one
+        /// app ever returns the other's value; after the round each reads its own, and the item no
+        /// app owns is as it was.
+        @Test func twoAppsSavingAtOnceOverAnItemNoAppOwnsNeverSeeEachOthersValue() async throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("race-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            var polledReads = 0
+            for round in 0..<20 {
+                let account = uniqueAccount() + "-\(round)"
+                let legacy = "\"legacy-\(round)\""
+                try SecretTool.store(label: "\(account) (1.x)", attributes: lookup(account), secret: Data(legacy.utf8))
+                let (valueA, valueB) = ("A-\(round)", "B-\(round)")
+                let stop = directory.appendingPathComponent("stop-\(round)").path
+                async let poller = run(Harness.probePath, ["poll", account, stop, Self.appA, Self.appB], timeout: 60)
+                async let saveA = AppIdentities.app(Self.appA, ["save", account, valueA])
+                async let saveB = AppIdentities.app(Self.appB, ["save", account, valueB])
+                let (savedA, savedB) = try await (saveA, saveB)
+                FileManager.default.createFile(atPath: stop, contents: nil)
+                let polled = try await poller
+                #expect(savedA.status == 0 && savedB.status == 0, "round \(round): \(savedA.stderr) \(savedB.stderr)")
+                #expect(polled.status == 0, "round \(round): \(polled.stderr)")
+
+                let reads = polled.output.split(separator: "\n").map(String.init)
+                polledReads += reads.count
+                let allowed = [Self.appA: ["legacy-\(round)", valueA], Self.appB: ["legacy-\(round)", valueB]]
+                for read in reads {
+                    let (app, value) = (String(read.prefix { $0 != "=" }), String(read.drop { $0 != "=" }.dropFirst()))
+                    #expect(allowed[app]?.contains(value) == true, "round \(round): \(app) read \(value)")
+                }
+                #expect(reads.suffix(2) == ["\(Self.appA)=\(valueA)", "\(Self.appB)=\(valueB)"], "round \(round): the reads after both saves")
+                #expect(try await AppIdentities.app(Self.appA, ["get", account]).output == valueA + "\n", "round \(round)")
+                #expect(try await AppIdentities.app(Self.appB, ["get", account]).output == valueB + "\n", "round \(round)")
+
+                let items = try SecretTool.search(lookup(account))
+                let unowned = items.filter { $0.storedAttributes[AppIdentity.attribute] == nil }
+                #expect(unowned.count == 1 && unowned.first?.secret == legacy && unowned.first?.label == "\(account) (1.x)",
+                        "round \(round): the item no app owns, untouched: \(SecretTool.describeItems(matching: lookup(account)))")
+                #expect(Set(items.compactMap { $0.storedAttributes[AppIdentity.attribute] }) == [Self.appA, Self.appB], "round \(round)")
+                try SecretTool.clear(lookup(account))
+            }
+            #expect(polledReads >= 20 * 4, "the poller read during the rounds")
+        }
+
+        /// After the app has saved, an item no app owns that is newer (Python keyring's, or
+        /// secret-tool's with an attribute of its own) is not what the app reads, and the app's next
+        /// save does not write into it; one that is not JSON breaks nothing for the app, whose
+        /// delete then takes both.
+        @Test(arguments: [Stray.pythonKeyring("\"stray value\""), .pythonKeyring("not json at all"),
+                          .secretTool("\"stray value\""), .secretTool("not json at all")])
+        func theAppsOwnItemBeatsANewerItemNoAppOwns(_ stray: Stray) async throws {
+            let account = uniqueAccount()
+            let service = KeychainConfiguration.defaultService
+            #expect(try await AppIdentities.app(Self.appA, ["save", account, "A's own"]).status == 0)
+            try stray.store(service: service, account: account)
+            let read = try await AppIdentities.app(Self.appA, ["get", account])
+            #expect(read.output == "A's own\n", "\(read.stderr)")
+            #expect(try await AppIdentities.app(Self.appA, ["save", account, "A's newer"]).status == 0)
+            #expect(try await AppIdentities.app(Self.appA, ["get", account]).output == "A's newer\n")
+            let unowned = try SecretTool.search(["service": service, "username": account]).filter {
+                $0.storedAttributes[AppIdentity.attribute] == nil
+            }
+            #expect(unowned.map(\.secret) == [stray.value], "the stray item as it was: \(SecretTool.describeItems(matching: ["service": service]))")
+            // An app without an item of its own reads the stray one (as it would 1.x's).
+            let other = try await AppIdentities.app(Self.appB, ["get", account])
+            #expect(stray.value.hasPrefix("\"") ? other.output == "stray value\n" : other.status == 3, "\(other.output) \(other.stderr)")
+            #expect(try await AppIdentities.app(Self.appA, ["delete", account]).status == 0)
+            #expect(try SecretTool.search(["service": service, "username": account]).isEmpty, "A's delete takes its own and the stray one")
+        }
+
+        /// An item no app owns written after the app's own, by a client we did not write.
+        enum Stray: Sendable, CustomTestStringConvertible {
+            /// `keyring.set_password(service, account, value)`: `service` + `username`, no `account`.
+            case pythonKeyring(String)
+            /// `secret-tool store` with `service`, `account` and `username`, and an attribute of its
+            /// own. Without one, GNOME Keyring would replace the app's item itself: libsecret stores
+            /// with `replace`, which replaces the first item that has all the given attributes.
+            case secretTool(String)
+
+            var value: String {
+                switch self {
+                case .pythonKeyring(let value), .secretTool(let value): value
+                }
+            }
+            var testDescription: String {
+                switch self {
+                case .pythonKeyring(let value): "Python keyring: \(value)"
+                case .secretTool(let value): "secret-tool: \(value)"
+                }
+            }
+
+            func store(service: String, account: String) throws {
+                switch self {
+                case .pythonKeyring(let value):
+                    _ = try python("keyring.set_password(\(pythonLiteral(service)), \(pythonLiteral(account)), \(pythonLiteral(value)))")
+                case .secretTool(let value):
+                    try SecretTool.store(label: "stray", attributes: ["service": service, "account": account, "username": account,
+                                                                     "stored-by": "secret-tool"], secret: Data(value.utf8))
+                }
+            }
+        }
+    }
+}
