@@ -37,7 +37,7 @@ public struct NoEncryptor: Encryptor {
 /// the case alone. A Linux caller tells a missing key or an unreadable format from tampering by
 /// ``reason`` (`catch EncryptorError.failedToDecrypt(.keyNotFound)`). A keyring that cannot be
 /// read is not an EncryptorError: ``SecuredKeyEncryptor`` throws ``KeychainError`` for it.
-public enum EncryptorError: LocalizedError, Sendable, Hashable {
+public enum EncryptorError: LocalizedError, CustomStringConvertible, Sendable, Hashable {
     /// Why encrypting or decrypting failed.
     public enum Reason: Sendable, Hashable {
         /// No reason given: the iOS forms, as an app's own encryptor throws them. The library's
@@ -61,6 +61,18 @@ public enum EncryptorError: LocalizedError, Sendable, Hashable {
         /// (sign in again); saving a new value works (with a new key). The message names the key
         /// id. The stored item is left unchanged.
         case tpmCleared(String)
+
+        /// The case's name (`keyNotFound`, `tpmCleared`, …), for logs and tools.
+        public var name: String {
+            switch self {
+            case .unspecified: "unspecified"
+            case .authenticationFailed: "authenticationFailed"
+            case .keyNotFound: "keyNotFound"
+            case .unsupportedFormat: "unsupportedFormat"
+            case .cryptoFailure: "cryptoFailure"
+            case .tpmCleared: "tpmCleared"
+            }
+        }
 
         /// What happened, for a person; nil for ``unspecified``.
         public var message: String? {
@@ -99,6 +111,14 @@ public enum EncryptorError: LocalizedError, Sendable, Hashable {
         case (.failedToEncrypt, _): "Failed to encrypt data" + (reason.message.map { ": \($0)" } ?? "")
         case (.failedToDecrypt, _): "Failed to decrypt data" + (reason.message.map { ": \($0)" } ?? "")
         }
+    }
+
+    /// What `"\(error)"` prints, as SDK code logs errors: the iOS case's name (`failedToDecrypt`),
+    /// as on iOS, followed by the reason's name when there is one (`failedToDecrypt(keyNotFound)`).
+    /// What happened is in `localizedDescription` and ``errorMessage``.
+    public var description: String {
+        let name = isEncrypting ? "failedToEncrypt" : "failedToDecrypt"
+        return reason == .unspecified ? name : "\(name)(\(reason.name))"
     }
 
     /// Same as ``errorMessage``, so `localizedDescription` is useful too.

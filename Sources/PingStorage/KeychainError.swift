@@ -27,7 +27,7 @@ public import SecretService
 /// (`errorDescription`, `failureReason`, `recoverySuggestion`) and for a developer
 /// (``Details/detail``). Never contains secret bytes. Task cancellation is thrown as
 /// `CancellationError`, not as a KeychainError.
-public enum KeychainError: LocalizedError, Sendable, Hashable {
+public enum KeychainError: LocalizedError, CustomStringConvertible, Sendable, Hashable {
     /// What happened and what to do, for two audiences.
     public struct Details: Sendable, Hashable, CustomStringConvertible {
         /// What happened, for a person: no object paths, no D-Bus names.
@@ -158,13 +158,18 @@ public enum KeychainError: LocalizedError, Sendable, Hashable {
 
     /// The reason's name (`locked`, `timedOut`, …), for logs and tools; for an unspecified reason,
     /// the case's (`unableToSave`, …).
-    public var kind: String {
-        guard reason == .unspecified else { return reason.kind }
-        return switch self {
+    public var kind: String { reason == .unspecified ? description : reason.kind }
+
+    /// What `"\(error)"` prints, as SDK code logs errors: the iOS case's name (`unableToSave`), as on
+    /// iOS, followed by the reason's name when there is one (`unableToRetrieve(locked)`). What
+    /// happened and what to do are in `localizedDescription` and ``errorMessage``.
+    public var description: String {
+        let name = switch self {
         case .unableToSave: "unableToSave"
         case .unableToRetrieve: "unableToRetrieve"
         case .unableToDelete: "unableToDelete"
         }
+        return reason == .unspecified ? name : "\(name)(\(reason.kind))"
     }
 
     /// Two errors are equal when they are the same iOS case, whatever their reasons, as iOS code

@@ -30,9 +30,26 @@ enum Log {
         emit(message) { $0.i($1) }
     }
 
-    /// Something failed, was retried or was repaired, and the operation goes on or fails.
+    /// Something failed, was retried or was repaired, and the operation goes on or fails. The
+    /// logger appends the error's description, which for the library's errors is the iOS case's
+    /// name alone (`unableToRetrieve(locked)`): what it says and the developer detail are added to
+    /// the message here (they never hold secret bytes).
     static func warning(_ message: @autoclosure () -> String, error: (any Error)? = nil) {
-        emit(message) { $0.w($1, error: error) }
+        emit({ message() + (error.map(explanation) ?? "") }) { $0.w($1, error: error) }
+    }
+
+    /// `: what happened and what to do [detail]` for the library's errors; empty for others, whose
+    /// description the logger prints.
+    private static func explanation(_ error: any Error) -> String {
+        switch error {
+        case let error as KeychainError:
+            guard let details = error.details else { return "" }
+            return ": " + details.description + (details.detail.map { " [\($0)]" } ?? "")
+        case let error as EncryptorError:
+            return ": " + error.errorMessage
+        default:
+            return ""
+        }
     }
 
     /// Also receive every message, as logged (tests check that no secret reaches the log). Several

@@ -116,6 +116,21 @@ struct IOSParityTests {
         } catch EncryptorError.failedToDecrypt {}
     }
 
+    /// SDK code logs errors with `"\(error)"`: the iOS case's name, as iOS prints it; with a
+    /// reason, the reason's name after it, never the details.
+    @Test func errorsPrintTheirIOSCaseNames() {
+        #expect(String(describing: KeychainError.unableToSave) == "unableToSave")
+        #expect(String(describing: KeychainError.unableToRetrieve) == "unableToRetrieve")
+        #expect("\(KeychainError.unableToDelete)" == "unableToDelete")
+        #expect(String(describing: EncryptorError.failedToEncrypt) == "failedToEncrypt")
+        #expect("\(EncryptorError.failedToDecrypt)" == "failedToDecrypt")
+        let locked = KeychainError.unableToRetrieve(.locked(.init(message: "The keyring is locked.", detail: "/org/x")))
+        #expect("\(locked)" == "unableToRetrieve(locked)")
+        #expect(locked.localizedDescription == "The keyring is locked.", "the details stay in localizedDescription")
+        #expect("\(EncryptorError.failedToDecrypt(.keyNotFound("key 01 is not in the keyring")))" == "failedToDecrypt(keyNotFound)")
+        #expect("\(EncryptorError.failedToEncrypt(.authenticationFailed))" == "failedToEncrypt(authenticationFailed)")
+    }
+
     @Test func securedKeyEncryptorsFailuresAreIOSCasesWithTheirReasons() async throws {
         let fake = FakeSecretService()
         let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(backend: fake, collection: .default)))
