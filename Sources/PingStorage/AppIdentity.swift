@@ -3,9 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-#if canImport(Glibc)
-import Glibc
-#endif
 import Locking
 
 /// Which app a process's items and keys belong to: the counterpart of an iOS app's bundle
@@ -16,12 +13,21 @@ import Locking
 ///
 /// Where it comes from, in this order:
 /// 1. ``set(_:)``, called by the app at start-up, as a bundle identifier is set (`com.example.App`);
-/// 2. a sandbox's own id: `FLATPAK_ID` (or the `name` of `/.flatpak-info`'s `[Application]`), or
-///    `SNAP_NAME`;
-/// 3. the program itself: its executable's path (an AppImage's own path, `$APPIMAGE`, not the
-///    random mount point it runs from), so two programs that set nothing are two apps and the same
-///    program keeps its items across runs. Moving or renaming the program makes it another app;
-///    `ping-keyring doctor` warns when this fallback is in use.
+/// 2. a sandbox's own id: in a Flatpak, the `name` of `/.flatpak-info`'s `[Application]` (an
+///    inherited `FLATPAK_ID` alone counts for nothing: a program started from a Flatpak IDE has
+///    one); in a snap, `SNAP_NAME`, when the executable is inside that snap (`/snap/NAME/`);
+/// 3. the program itself: its executable's path (the program the dynamic loader runs, when it
+///    was started as `ld-linux-x86-64.so.2 PROGRAM`; an AppImage's own path, `$APPIMAGE`, when the
+///    executable runs from the AppImage's mount, `$APPDIR`, not that random mount point), so two
+///    programs that set nothing are two apps and the same program keeps its items across runs.
+///    Moving or renaming the program makes it another app; `ping-keyring doctor` warns when this
+///    fallback is in use, and `ping-keyring apps` and `move` show and move an old identity's items.
+///
+/// **A convention among cooperating apps, not an access boundary.** The identity keeps apps built on
+/// this package from colliding: the same account names, one app's logout deleting another's tokens,
+/// one key for all. It is self-asserted: on a shared keyring any process of the user, including one
+/// that claims another app's id, can read and change every item. Only a Flatpak sandbox with the
+/// Secret portal separates apps (SECURITY.md).
 ///
 /// Two programs share items on purpose (an app and its command-line helper: the counterpart of an
 /// access group) by setting the same identity, or by giving a configuration the same
@@ -82,45 +88,5 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     public static var current: AppIdentity {
         if let set = chosen.withLock({ $0 }) { return set }
         return detected
-    }
-
-    /// The identity the process has without ``set(_:)`` (read once). Package-wide so that
-    /// ping-keyring can tell a sandbox's id (its default app) from the executable fallback (its own path).
-    package static let detected: AppIdentity = detect(
-        environment: ProcessEnvironment.values(of: ["FLATPAK_ID", "SNAP_NAME", "APPIMAGE"]),
-        flatpakInfo: try? String(contentsOfFile: BackendRule.sandboxMarker, encoding: .utf8),
-        executable: executablePath())
-
-    /// The identity for a process with `environment`, the contents of `/.flatpak-info` and the
-    /// path of its executable.
-    static func detect(environment: [String: String], flatpakInfo: String?, executable: String?) -> AppIdentity {
-        if let id = environment["FLATPAK_ID"], !id.isEmpty { return AppIdentity(id: id, source: .flatpak) }
-        if let id = flatpakInfo.flatMap(flatpakApplicationName) { return AppIdentity(id: id, source: .flatpak) }
-        if let id = environment["SNAP_NAME"], !id.isEmpty { return AppIdentity(id: id, source: .snap) }
-        if let image = environment["APPIMAGE"], image.hasPrefix("/") { return AppIdentity(id: image, source: .executable) }
-        return AppIdentity(id: executable ?? "unknown-program", source: .executable)
-    }
-
-    /// `name` in the `[Application]` group of a `.flatpak-info` file.
-    static func flatpakApplicationName(_ info: String) -> String? {
-        var inApplication = false
-        for line in info.split(separator: "\n", omittingEmptySubsequences: true) {
-            let text = String(line.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\r" }.reversed())
-            if text.hasPrefix("[") { inApplication = text == "[Application]"; continue }
-            guard inApplication, text.hasPrefix("name=") else { continue }
-            let name = String(text.dropFirst(5))
-            return name.isEmpty || name.utf8.contains(0) ? nil : name
-        }
-        return nil
-    }
-
-    /// The running program's path (`/proc/self/exe`, resolved).
-    private static func executablePath() -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let count = readlink("/proc/self/exe", &buffer, 4096)
-        guard count > 0 else { return nil }
-        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        // A program replaced while it runs reads as "PATH (deleted)": the items are still PATH's.
-        return path.hasSuffix(" (deleted)") ? String(path.dropLast(10)) : path
     }
 }

@@ -13,6 +13,7 @@
 //                                          N seeded random save/get/delete on ACCOUNT-PREFIX-0…(ACCOUNTS-1),
 //                                          then one final save of each account; values are
 //                                          "SEED-i-ACCOUNT" so a reader can tell whose they are
+//   keychain-probe identity                prints the process's AppIdentity ("ID (SOURCE)")
 //   keychain-probe poll ACCOUNT STOP-FILE APP...
 //                                          reads ACCOUNT as each APP in turn (KeychainConfiguration.app),
 //                                          again and again until STOP-FILE exists, then once more each;
@@ -66,6 +67,10 @@ struct Probe {
             case "--allow-plain": configuration.allowsPlainTransport = true
             default: usage()
             }
+        }
+        if arguments == ["identity"] {
+            print(AppIdentity.current)
+            return
         }
         if arguments == ["contended-memory"] {
             await contendedMemory()

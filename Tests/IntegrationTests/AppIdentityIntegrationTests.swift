@@ -67,6 +67,33 @@ extension Integration {
             _ = try await Self.app(nil, ["delete", account], program: other)
         }
 
+        /// A program started through the dynamic loader (`ld-linux-x86-64.so.2 PROGRAM`) is that
+        /// program, not the loader: two programs started so are two apps.
+        @Test func aProgramStartedThroughTheDynamicLoaderIsItselfNotTheLoader() async throws {
+            let loader = try #require(["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].first {
+                FileManager.default.fileExists(atPath: $0)
+            })
+            let account = uniqueAccount()
+            let identity = try await Self.app(nil, [Harness.probePath, "identity"], program: loader)
+            #expect(identity.output == "\(Harness.probePath) (executable)\n", "\(identity.output) \(identity.stderr)")
+            #expect(try await Self.app(nil, [Harness.probePath, "save", account, "through the loader"], program: loader).status == 0)
+            let apps = try SecretTool.search(lookup(account)).map { $0.storedAttributes[AppIdentity.attribute] }
+            #expect(apps == [Harness.probePath])
+            #expect(try await Self.app(nil, ["get", account]).output == "through the loader\n", "the same program, started directly")
+            _ = try await Self.app(nil, ["delete", account])
+        }
+
+        /// Sandbox variables inherited from a parent, without the sandbox's own evidence, change
+        /// nothing: the program is still its path.
+        @Test func inheritedSandboxVariablesAreIgnoredOnTheHost() async throws {
+            let environment = ProcessInfo.processInfo.environment.merging([
+                "KEYCHAIN_PROBE_APP": "", "FLATPAK_ID": "org.example.IDE", "SNAP_NAME": "snappy",
+                "APPIMAGE": "/home/u/Tool.AppImage", "APPDIR": FileManager.default.temporaryDirectory.path,
+            ]) { $1 }
+            let identity = try await run(Harness.probePath, ["identity"], environment: environment)
+            #expect(identity.output == "\(Harness.probePath) (executable)\n", "\(identity.output) \(identity.stderr)")
+        }
+
         /// An item PingStorage 1.x wrote (its schema, no app) is read by every app that has no item
         /// of its own for the account. A save creates the app's own item and leaves the 1.x item
         /// as it was (never written into or adopted); the other apps still read the 1.x item. Once an
