@@ -163,8 +163,9 @@ package struct FileKeyringInventory: Sendable {
         keychain.migrations.withLock { $0[configuration.service] }.map { outcome in
             switch outcome {
             case .failed(let error): MoveIn(description: outcome.description, error: error)
-            case .alreadyDone: MoveIn(description: "the host's items were copied in before", error: nil)
-            case .hostUnreachable: MoveIn(description: outcome.description, error: nil)
+            case .alreadyDone(let left):
+                MoveIn(description: "the host's items were copied in before" + HostMigration.Deletions(left: left).leftText, error: nil)
+            case .hostUnreachable, .finished: MoveIn(description: outcome.description, error: nil)
             case .copied: MoveIn(description: "from the host's Secret Service: \(outcome)", error: nil)
             }
         }

@@ -23,7 +23,9 @@
 //                                          threads (ContendedMemory.swift)
 // Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
 // (SecuredKeyEncryptor), --unbound (its keys never bound to the TPM: keyBinding .none), --allow-plain
-// (accept an unencrypted transport session).
+// (accept an unencrypted transport session), --exit-in-move STEP (exit with status 9 at that step of a
+// move into the sandbox, as a process killed there: 1 once the file holds the copies, 1 + N after
+// the N-th host deletion).
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind); exit 4, stderr
 // "error: encryptor: KIND: message" for an EncryptorError (KIND is its kind).
 import Foundation
@@ -65,6 +67,10 @@ struct Probe {
             case "--encrypt": encrypt = true
             case "--unbound": configuration.keyBinding = .none
             case "--allow-plain": configuration.allowsPlainTransport = true
+            case "--exit-in-move":
+                // Ends the process at that step of a move into the sandbox, as a kill there would.
+                guard let step = Int(take(&arguments)) else { usage() }
+                HostMigration.stepHook.withLock { $0 = { if $0 == step { _exit(9) } } }
             default: usage()
             }
         }

@@ -40,7 +40,7 @@ struct HostMigrationTests {
         let keyring = file.keyring
 
         let outcome = await migration(host, keyring).run()
-        #expect(outcome == .copied(copied: 5, alreadyThere: 0, moved: 2))
+        #expect(outcome == .copied(copied: 5, alreadyThere: 0, deletions: .init(moved: 2)))
         let items = try keyring.items()
         #expect(items.count == 6, "five items and the marker")
         let copied = try #require(items.first { $0.attributes["account"] == "a" })
@@ -56,7 +56,7 @@ struct HostMigrationTests {
 
         host.seed(attributes: ["service": service, "account": "late"], secret: "late")
         let again = await migration(host, keyring).run()
-        #expect(again == .alreadyDone, "once")
+        #expect(again == .alreadyDone(left: []), "once")
         #expect(try keyring.items().count == 6, "an item the host gets later is not copied")
         #expect(try await file.storage(String.self, account: "a").get() == "token", "KeychainStorage reads what was copied in")
     }
@@ -70,7 +70,7 @@ struct HostMigrationTests {
         let keyring = file.keyring
         try keyring.store(label: "sandbox's", attributes: attributes, secret: FileKeyringSecret(utf8: "sandbox value"))
         let outcome = await migration(host, keyring).run()
-        #expect(outcome == .copied(copied: 0, alreadyThere: 1, moved: 0))
+        #expect(outcome == .copied(copied: 0, alreadyThere: 1, deletions: .init()))
         #expect(host.items.count == 1 && host.writes.isEmpty, "the host keeps its item as it was")
         #expect(try keyring.items().first { $0.attributes == attributes }?.secret == FileKeyringSecret(utf8: "sandbox value"))
     }
@@ -85,7 +85,7 @@ struct HostMigrationTests {
         host.seed(attributes: ["service": service, "account": "far"], secret: "far", modifiedOffset: Double(UInt64.max) - clock,
                   createdOffset: Double(UInt64.max) - clock)
         host.seed(attributes: ["service": service, "account": "early"], secret: "early", modifiedOffset: -clock - 10)
-        #expect(await migration(host, file.keyring).run() == .copied(copied: 2, alreadyThere: 0, moved: 0))
+        #expect(await migration(host, file.keyring).run() == .copied(copied: 2, alreadyThere: 0, deletions: .init()))
         let far = try #require(try file.keyring.items().first { $0.attributes["account"] == "far" })
         #expect(far.created == .max && far.modified == .max)
         let early = try #require(try file.keyring.items().first { $0.attributes["account"] == "early" })
@@ -115,7 +115,7 @@ struct HostMigrationTests {
         defer { file.remove() }
         let host = FakeSecretService()
         host.seed(attributes: ["service": service, "account": "a"], secret: "value")
-        #expect(await migration(host, file.keyring, answers: false).run() == .hostUnreachable)
+        #expect(await migration(host, file.keyring, answers: false).run() == .hostUnreachable(pending: 0))
         #expect(try file.keyring.items().isEmpty, "no marker: a later process with access moves the items in")
     }
 
@@ -144,12 +144,92 @@ struct HostMigrationTests {
 
         let outcome = await migration(host, file.keyring, tpmReachable: tpmReachable).run()
         let moved = tpmReachable ? 5 : 3
-        #expect(outcome == .copied(copied: moved, alreadyThere: 0, moved: moved))
+        #expect(outcome == .copied(copied: moved, alreadyThere: 0, deletions: .init(moved: moved)))
         let items = try file.keyring.items()
         #expect(items.contains { $0.attributes["key-id"] == plainID } && items.contains { $0.attributes["account"] == "sealed-plain" })
         #expect(items.contains { $0.attributes["key-id"] == boundID } == tpmReachable)
         #expect(items.contains { $0.attributes["account"] == "sealed-bound" } == tpmReachable)
         #expect(host.items.count == 5 - moved, "what stays is left on the host as it was")
         #expect(host.items.values.allSatisfy { $0.attributes["key-id"] == boundID || $0.attributes["account"] == "sealed-bound" })
+    }
+
+    // MARK: A move that finishes
+
+    /// The state a process killed after the copy leaves: the copies and a marker recording the
+    /// host deletions of the app's own items, none made yet.
+    private func interruptedMove(_ host: FakeSecretService, _ keyring: FileKeyring,
+                                 own paths: [ItemPath]) throws -> [HostMigration.MoveRecord.Deletion] {
+        let deletions = paths.map { path in
+            let item = host.items[path]!
+            return HostMigration.MoveRecord.Deletion(
+                path: path.rawValue, digest: HostMigration.MoveRecord.digest(attributes: item.attributes, secret: item.secret.bytes))
+        }
+        try keyring.modify { items throws(FileKeyringError) in
+            for path in paths {
+                let item = host.items[path]!
+                items.append(FileKeyringItem(label: item.label, attributes: item.attributes, secret: FileKeyringSecret(copying: item.secret.bytes)))
+            }
+            items.append(FileKeyringItem(label: "marker", attributes: ["xdg:schema": HostMigration.markerSchema, "service": service,
+                                                                       AppIdentity.attribute: Self.app],
+                                         secret: HostMigration.MoveRecord(pending: deletions, left: []).secret))
+        }
+        return deletions
+    }
+
+    /// A move killed between its host deletions finishes at a later start: the app's own host
+    /// items still as they were copied are deleted; one already gone is done; one changed since the
+    /// copy (the app outside the sandbox saved again) stays on the host and is reported, for good;
+    /// another app's and no app's are never touched.
+    @Test func aMoveInterruptedBetweenItsHostDeletionsFinishesAtALaterStart() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let host = FakeSecretService()
+        let app = AppIdentity.attribute
+        let own = (1...3).map { host.seed(attributes: ["service": service, "account": "own\($0)", app: Self.app], secret: "\"v\($0)\"") }
+        let others = [host.seed(attributes: ["service": service, "account": "theirs", app: "org.example.Other"], secret: "\"x\""),
+                      host.seed(attributes: ["service": service, "account": "legacy"], secret: "\"1.x\"")]
+        _ = try interruptedMove(host, file.keyring, own: own)
+        _ = try await host.deleteItem(own[0])                                   // deleted before the kill
+        _ = try await host.setSecret(SecretValue(bytes: Data("\"saved again\"".utf8)), of: own[2])  // changed since the copy
+        let writes = host.writes.count
+
+        #expect(await migration(host, file.keyring, answers: false).run() == .hostUnreachable(pending: 3), "pending, out of reach")
+        let outcome = await migration(host, file.keyring).run()
+        #expect(outcome == .finished(.init(moved: 1, pending: 0, left: [own[2].rawValue])), "\(outcome)")
+        #expect(Array(host.writes.dropFirst(writes)) == ["delete \(own[1])"], "only the unchanged own item")
+        #expect(Set(host.items.keys) == Set(others + [own[2]]))
+        #expect(await migration(host, file.keyring).run() == .alreadyDone(left: [own[2].rawValue]), "done, the changed one still reported")
+        #expect(outcome.description.contains(own[2].rawValue))
+    }
+
+    /// A host deletion that fails (the host locked meanwhile) stays recorded, and the next start
+    /// makes it.
+    @Test func aHostDeletionThatFailsStaysRecordedForTheNextStart() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let host = FakeSecretService()
+        let own = (1...2).map { host.seed(attributes: ["service": service, "account": "own\($0)", AppIdentity.attribute: Self.app],
+                                          secret: "\"v\($0)\"") }
+        host.state.withLock { $0.failNext["delete"] = SecretServiceError(.locked, operation: "delete item", message: "locked") }
+        let outcome = await migration(host, file.keyring).run()
+        #expect(outcome == .copied(copied: 2, alreadyThere: 0, deletions: .init(moved: 1, pending: 1)), "\(outcome)")
+        #expect(host.items.count == 1)
+        #expect(await migration(host, file.keyring).run() == .finished(.init(moved: 1)))
+        #expect(host.items.isEmpty && Set(host.writes) == Set(own.map { "delete \($0)" }))
+    }
+
+    /// A marker whose record does not parse (another program wrote it) deletes nothing.
+    @Test func aMarkerThatDoesNotParseDeletesNothing() async throws {
+        let file = try TestFileKeyring()
+        defer { file.remove() }
+        let host = FakeSecretService()
+        let own = host.seed(attributes: ["service": service, "account": "own", AppIdentity.attribute: Self.app], secret: "\"v\"")
+        _ = try interruptedMove(host, file.keyring, own: [own])
+        try file.keyring.modify { items throws(FileKeyringError) in
+            let index = items.firstIndex { $0.attributes["xdg:schema"] == HostMigration.markerSchema }!
+            items[index].secret = FileKeyringSecret(utf8: #"{"pending": [{"path": "/org/x", "digest": 7}]"#)
+        }
+        #expect(await migration(host, file.keyring).run() == .alreadyDone(left: []))
+        #expect(host.writes.isEmpty)
     }
 }

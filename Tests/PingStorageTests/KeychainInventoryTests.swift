@@ -88,13 +88,22 @@ struct KeychainInventoryTests {
         let inventory = try #require(try await FileKeyringInventory.open(for: file.configuration))
         #expect(inventory.movedIn == nil, "a set backend moves nothing in")
         let keychain = FileKeychain.shared(path: file.path, configuration: file.configuration)
-        keychain.migrations.withLock { $0[service] = .copied(copied: 2, alreadyThere: 0, moved: 1) }
+        keychain.migrations.withLock { $0[service] = .copied(copied: 2, alreadyThere: 0, deletions: .init(moved: 1)) }
         #expect(inventory.movedIn?.description == "from the host's Secret Service: 2 item(s) copied in; 1 of the app's own removed from the host, the others (no app's) stay there")
         #expect(inventory.movedIn?.error == nil)
-        keychain.migrations.withLock { $0[service] = .alreadyDone }
+        keychain.migrations.withLock { $0[service] = .alreadyDone(left: []) }
         #expect(inventory.movedIn?.description == "the host's items were copied in before")
-        keychain.migrations.withLock { $0[service] = .hostUnreachable }
+        keychain.migrations.withLock { $0[service] = .alreadyDone(left: ["/org/freedesktop/secrets/collection/login/7"]) }
+        #expect(inventory.movedIn?.description == "the host's items were copied in before; 1 host item(s) changed after they were "
+            + "copied in and stay on the host, not moved (/org/freedesktop/secrets/collection/login/7)")
+        keychain.migrations.withLock { $0[service] = .hostUnreachable(pending: 0) }
         #expect(inventory.movedIn?.description == "the host's Secret Service is out of reach: nothing to copy in")
+        keychain.migrations.withLock { $0[service] = .hostUnreachable(pending: 2) }
+        #expect(inventory.movedIn?.description == "2 of the app's own item(s) copied in earlier wait to be removed from the host, "
+            + "which is out of reach now; the next process that reaches it removes them")
+        keychain.migrations.withLock { $0[service] = .finished(.init(moved: 1, pending: 1)) }
+        #expect(inventory.movedIn?.description == "an interrupted move finished: 1 of the app's own item(s) removed from the host; "
+            + "1 could not be removed now and wait for the next start")
         keychain.migrations.withLock { $0[service] = .failed(.unableToRetrieve(.locked(.init(message: "The host's keyring is locked.")))) }
         #expect(inventory.movedIn?.error?.kind == "locked")
     }

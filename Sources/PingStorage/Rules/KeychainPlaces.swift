@@ -124,7 +124,8 @@ final class KeychainPlaces: Sendable {
         let message = "Copying the host's items of \(configuration.service) into the file keyring: \(outcome)"
         switch outcome {
         case .failed(let error): Log.warning(message, error: error)
-        case .copied: Log.info(message)
+        case .copied, .finished: Log.info(message)
+        case .hostUnreachable(let pending) where pending > 0: Log.info(message)
         case .alreadyDone, .hostUnreachable: Log.debug(message)
         }
     }

@@ -28,30 +28,64 @@ import Waiting
 /// The copy is one transaction of the file: the items the file lacks (by exact attributes: an
 /// item the file already has is left as the file has it, the sandbox's copy is the newer) and a
 /// marker item (attributes `xdg:schema` = ``markerSchema``, `service` and the app) that records
-/// that it was done, so it is done once, and either whole or not at all. Deleting the moved items
-/// on the host comes after; one that cannot be deleted stays there as a copy (nothing is lost).
-struct HostMigration: Sendable {
+/// that it was done, so it is done once, and either whole or not at all. The marker's secret
+/// records the host deletions still to make (``MoveRecord``): each of the app's own host items
+/// copied, by path and a digest of what was copied. Deleting them on the host comes after; a
+/// process killed meanwhile leaves them recorded, and a later start completes them. A host item
+/// changed since it was copied (its digest differs: the app outside the sandbox saved again) is
+/// left where it is and reported, never deleted; one that cannot be deleted now (locked) stays
+/// recorded for the next start. Nothing is lost either way.
+package struct HostMigration: Sendable {
     /// The result, for ping-keyring's doctor.
     enum Outcome: Sendable, Hashable, CustomStringConvertible {
-        /// The file already had the marker.
-        case alreadyDone
-        /// The host's Secret Service is out of the app's reach (the usual Flatpak case).
-        case hostUnreachable
+        /// The file already had the marker, and no host deletion was left to make; `left`: the host
+        /// items that had changed since they were copied, left on the host.
+        case alreadyDone(left: [String])
+        /// The host's Secret Service is out of the app's reach (the usual Flatpak case); `pending`:
+        /// host deletions of an earlier move still to make.
+        case hostUnreachable(pending: Int)
         /// `copied` items were copied in; `alreadyThere` were not, the file had items with their
-        /// attributes; `moved` of the app's own were deleted on the host after the copy.
-        case copied(copied: Int, alreadyThere: Int, moved: Int)
+        /// attributes; then, as ``finished(_:)``, the app's own were removed from the host.
+        case copied(copied: Int, alreadyThere: Int, deletions: Deletions)
+        /// An earlier move's host deletions, made now (that move was interrupted).
+        case finished(Deletions)
         /// Not done (the host was locked, a call failed): retried by the next process.
         case failed(KeychainError)
 
         var description: String {
             switch self {
-            case .alreadyDone: "done before"
+            case .alreadyDone(let left): "done before" + Deletions(left: left).leftText
+            case .hostUnreachable(let pending) where pending > 0:
+                "\(pending) of the app's own item(s) copied in earlier wait to be removed from the host, which is out of "
+                    + "reach now; the next process that reaches it removes them"
             case .hostUnreachable: "the host's Secret Service is out of reach: nothing to copy in"
-            case .copied(let copied, let alreadyThere, let moved):
+            case .copied(let copied, let alreadyThere, let deletions):
                 "\(copied) item(s) copied in" + (alreadyThere > 0 ? ", \(alreadyThere) not (the sandbox had its own)" : "")
-                    + "; \(moved) of the app's own removed from the host, the others (no app's) stay there"
+                    + "; \(deletions.moved) of the app's own removed from the host, the others (no app's) stay there"
+                    + deletions.pendingText + deletions.leftText
+            case .finished(let deletions):
+                "an interrupted move finished: \(deletions.moved) of the app's own item(s) removed from the host"
+                    + deletions.pendingText + deletions.leftText
             case .failed(let error): "not done, retried next time: \(error.errorMessage)"
             }
+        }
+    }
+
+    /// What the host deletions of a move did.
+    struct Deletions: Sendable, Hashable {
+        /// Removed from the host now.
+        var moved = 0
+        /// Still to remove (a deletion failed): the next start tries again.
+        var pending = 0
+        /// The host items changed since they were copied: left on the host (their paths), for good.
+        var left: [String] = []
+
+        var pendingText: String {
+            pending > 0 ? "; \(pending) could not be removed now and wait for the next start" : ""
+        }
+        var leftText: String {
+            left.isEmpty ? "" : "; \(left.count) host item(s) changed after they were copied in and stay on the host, "
+                + "not moved (\(left.joined(separator: ", ")))"
         }
     }
 
@@ -70,22 +104,26 @@ struct HostMigration: Sendable {
     /// Whether the sandbox reaches a TPM (asked only when the host has bound keys of the app).
     var tpmReachable: @Sendable () async -> Bool = { false }
 
-    /// Moves and copies the items in, unless the marker says it was done. Never throws: a failure
-    /// is the outcome (the app goes on with the file keyring either way).
+    /// Moves and copies the items in, unless the marker says it was done; completes the host
+    /// deletions an earlier move left. Never throws: a failure is the outcome (the app goes on with
+    /// the file keyring either way).
     func run() async -> Outcome {
         do {
-            let marker = ["xdg:schema": Self.markerSchema, "service": service, AppIdentity.attribute: app]
-            // A marker without an app: written before apps had identities, when everything was moved.
-            let isMarker = { @Sendable (item: FileKeyringItem) in
-                item.matches(["xdg:schema": Self.markerSchema, "service": service]) && AccountRules.isUsable(item.attributes, by: app)
-            }
             // `items` fails while a record of the file is damaged: it may be the marker or an item to
             // copy, and a copy beside it would be a duplicate. Not done then, and tried again.
-            if try await keyring.items(by: deadline.instant).contains(where: isMarker) { return .alreadyDone }
-            guard await hostAnswers() else { return .hostUnreachable }
+            if let marker = try await keyring.items(by: deadline.instant).first(where: isMarker) {
+                let record = MoveRecord(marker.secret)
+                guard !record.pending.isEmpty else { return .alreadyDone(left: record.left) }
+                guard await hostAnswers() else { return .hostUnreachable(pending: record.pending.count) }
+                return .finished(try await completeDeletions(record.pending))
+            }
+            guard await hostAnswers() else { return .hostUnreachable(pending: 0) }
             let hostItems = await leavingBoundKeys(try await readHostItems())
+            // The app's own are moved: each recorded, to be deleted on the host once the file holds it.
+            let pending = hostItems.filter { $0.info.attributes[AppIdentity.attribute] == app }.map(\.deletion)
             let label = "PingStorage: the host's items of \(service) were copied in"
-            let copied = try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> Int? in
+            let markerAttributes = ["xdg:schema": Self.markerSchema, "service": service, AppIdentity.attribute: app]
+            let copied = try await keyring.modify(by: deadline.instant) { [isMarker] items throws(FileKeyringError) -> Int? in
                 // Another process of the app copied them in since the check above.
                 guard !items.contains(where: isMarker) else { return nil }
                 let missing = hostItems.filter { item in !items.contains { $0.attributes == item.info.attributes } }
@@ -94,18 +132,27 @@ struct HostMigration: Sendable {
                         label: item.info.label, attributes: item.info.attributes, secret: item.secret,
                         created: Self.fileTime(item.info.created), modified: Self.fileTime(item.info.modified)))
                 }
-                items.append(FileKeyringItem(label: label, attributes: marker, secret: FileKeyringSecret(utf8: "")))
+                items.append(FileKeyringItem(label: label, attributes: markerAttributes,
+                                             secret: MoveRecord(pending: pending, left: []).secret))
                 return missing.count
             }
-            guard let copied else { return .alreadyDone }
-            let moved = await removeOwnItemsFromHost(hostItems)
-            return .copied(copied: copied, alreadyThere: hostItems.count - copied, moved: moved)
+            guard let copied else { return .alreadyDone(left: []) }
+            Self.reached(step: 1)
+            return .copied(copied: copied, alreadyThere: hostItems.count - copied, deletions: try await completeDeletions(pending))
         } catch let error as FileKeyringError {
             return .failed(KeychainError(error))
         } catch let error as SecretServiceError {
             return .failed(KeychainError(error))
         } catch {
             return .failed(.failure(.providerError(.init(message: "\(error)"))))
+        }
+    }
+
+    /// Whether an item of the file is this service's marker for the app. A marker without an app
+    /// was written before apps had identities, when everything was moved.
+    var isMarker: @Sendable (FileKeyringItem) -> Bool {
+        { [service, app] item in
+            item.matches(["xdg:schema": Self.markerSchema, "service": service]) && AccountRules.isUsable(item.attributes, by: app)
         }
     }
 
@@ -121,6 +168,8 @@ struct HostMigration: Sendable {
     private struct HostItem: Sendable {
         let info: SecretItemInfo
         let secret: FileKeyringSecret
+        /// The host deletion this item's move records (its path and what was copied).
+        let deletion: MoveRecord.Deletion
         /// The id of the key, when this is a key item bound to a TPM (by its attribute or its bytes).
         let boundKey: KeyID?
         /// The key id the secret's envelope names, when it is one.
@@ -155,26 +204,11 @@ struct HostMigration: Sendable {
             let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))
             let isBoundKey = info.attributes["xdg:schema"] == KeychainStorageSchemas.key
                 && (BoundKey.isBound(info.attributes) || BoundKey.isBound(bytes: value))
-            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value), boundKey: isBoundKey ? keyID : nil,
+            items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value),
+                                  deletion: .init(path: path.rawValue, digest: MoveRecord.digest(attributes: info.attributes, secret: value)),
+                                  boundKey: isBoundKey ? keyID : nil,
                                   sealedWith: Envelope.isEnvelope(value) ? (try? Envelope.header(of: value))?.keyID : nil))
         }
         return items
-    }
-
-    /// Deletes the app's own items on the host, now that the file holds them; how many went. One
-    /// that cannot be deleted (locked meanwhile, gone) stays as a copy: logged, never fatal.
-    private func removeOwnItemsFromHost(_ items: [HostItem]) async -> Int {
-        let client = host.ending(by: deadline)
-        var removed = 0
-        // The app's own (moved); those without an app were copied and stay.
-        for item in items where item.info.attributes[AppIdentity.attribute] == app {
-            do {
-                _ = try await client.deleteItem(item.info.path)
-                removed += 1
-            } catch {
-                Log.warning("Moving into the sandbox: the app's item \(item.info.path) stays on the host as a copy", error: KeychainError(error))
-            }
-        }
-        return removed
     }
 }
