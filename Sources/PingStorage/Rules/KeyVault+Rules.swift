@@ -25,7 +25,10 @@ extension KeyVault {
         guard BoundKey.isBound(bytes: bytes) else { return checkedKey(bytes, checkValue: checkValue, id: id) }
         switch await BoundKey.unbind(bytes, by: deadline) {
         case .success(let key):
-            return checked(key, checkValue: checkValue, id: id)
+            let result = checked(key, checkValue: checkValue, id: id)
+            // A 2.0.0 key that opened and matches its key-check: its pin is written by the vault.
+            if case .success = result { BoundKey.recordPinToWrite(id: id, bytes: bytes) }
+            return result
         case .failure(.malformed(let why)):
             return .failure(.failedToDecrypt(.unsupportedFormat(
                 "The encryption key item of key \(id) is bound to the TPM but \(why); it was left unchanged.")))
