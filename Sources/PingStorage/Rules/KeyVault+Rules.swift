@@ -37,7 +37,9 @@ extension KeyVault {
             case .foreignKey:
                 return .failure(.failedToDecrypt(.tpmCleared(
                     "The encryption key \(id) is bound to a TPM that cannot open it: this machine's TPM was cleared or "
-                    + "replaced, or the keyring comes from another machine. What it encrypted is lost (the item was left "
+                    + "replaced, or the keyring comes from another machine (or, if none of these, something between this "
+                    + "machine and its TPM answers in its place: its storage key is not the one pinned with the key, which "
+                    + "was not used). What it encrypted is lost (the item was left "
                     + "unchanged): fetch the data again (sign in again); new saves use a new key.")))
             case .cancelled:
                 throw .cancelled("open the encryption key with the TPM")
