@@ -7,29 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <tss2/tss2_esys.h>
-#include <tss2/tss2_mu.h>
-#include <tss2/tss2_rc.h>
-#include <tss2/tss2_tcti.h>
+#include "ctpm_internal.h"
 
-// The functions used, as pointers filled by dlsym (their types come from the headers).
-static struct {
-    __typeof__(&Esys_Initialize) initialize;
-    __typeof__(&Esys_Finalize) finalize;
-    __typeof__(&Esys_GetRandom) get_random;
-    __typeof__(&Esys_CreatePrimary) create_primary;
-    __typeof__(&Esys_Create) create;
-    __typeof__(&Esys_Load) load;
-    __typeof__(&Esys_ECDH_ZGen) ecdh_zgen;
-    __typeof__(&Esys_FlushContext) flush;
-    __typeof__(&Esys_Free) free;
-    __typeof__(&Tss2_MU_TPM2B_PUBLIC_Marshal) public_marshal;
-    __typeof__(&Tss2_MU_TPM2B_PUBLIC_Unmarshal) public_unmarshal;
-    __typeof__(&Tss2_MU_TPM2B_PRIVATE_Marshal) private_marshal;
-    __typeof__(&Tss2_MU_TPM2B_PRIVATE_Unmarshal) private_unmarshal;
-    __typeof__(&Tss2_RC_Decode) decode;   // optional: descriptions only
-    int loaded;
-} tss;
+// The functions used (ctpm_internal.h), filled by dlsym.
+struct ctpm_functions tss;
 
 // The TCTI libraries loaded so far (a process uses one or two).
 #define CTPM_MAX_TCTIS 4
@@ -67,6 +48,17 @@ static uint32_t load_tss(char *message, size_t capacity) {
     SYMBOL(ecdh_zgen, esys, "Esys_ECDH_ZGen");
     SYMBOL(flush, esys, "Esys_FlushContext");
     SYMBOL(free, esys, "Esys_Free");
+    SYMBOL(get_capability, esys, "Esys_GetCapability");
+    SYMBOL(start_auth_session, esys, "Esys_StartAuthSession");
+    SYMBOL(set_session_attributes, esys, "Esys_TRSess_SetAttributes");
+    SYMBOL(from_tpm_public, esys, "Esys_TR_FromTPMPublic");
+    SYMBOL(get_name, esys, "Esys_TR_GetName");
+    SYMBOL(close_handle, esys, "Esys_TR_Close");
+    SYMBOL(sys_context, esys, "Esys_GetSysContext");
+    // libtss2-sys is ESYS's own dependency (mapped already): only to wipe ESYS's response buffer.
+    void *sys = open_library("libtss2-sys.so.1", message, capacity);
+    if (sys == NULL) return CTPM_ERROR_NOT_LOADED;
+    SYMBOL(response_parameters, sys, "Tss2_Sys_GetRpBuffer");
     SYMBOL(public_marshal, mu, "Tss2_MU_TPM2B_PUBLIC_Marshal");
     SYMBOL(public_unmarshal, mu, "Tss2_MU_TPM2B_PUBLIC_Unmarshal");
     SYMBOL(private_marshal, mu, "Tss2_MU_TPM2B_PRIVATE_Marshal");
@@ -111,11 +103,6 @@ uint32_t ctpm_load(const char *tcti_library, char *message, size_t capacity) {
     return rc;
 }
 
-struct ctpm_connection {
-    TSS2_TCTI_CONTEXT *tcti;
-    ESYS_CONTEXT *esys;
-};
-
 uint32_t ctpm_open(const char *tcti_library, const char *conf, ctpm_connection **connection) {
     *connection = NULL;
     pthread_mutex_lock(&load_lock);
@@ -152,140 +139,18 @@ uint32_t ctpm_ping(ctpm_connection *connection) {
     return rc;
 }
 
-// The ECC P-256 storage primary key of the owner hierarchy: TCG's SRK template (restricted
-// decryption, AES-128-CFB, zero unique field). The same template on the same TPM always gives
-// the same key, so it is re-created instead of kept.
-static TSS2_RC create_primary(ctpm_connection *connection, ESYS_TR *primary) {
-    TPM2B_SENSITIVE_CREATE sensitive = {0};
-    TPM2B_PUBLIC template = {0};
-    template.publicArea.type = TPM2_ALG_ECC;
-    template.publicArea.nameAlg = TPM2_ALG_SHA256;
-    template.publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
-        | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA
-        | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT;
-    template.publicArea.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_AES;
-    template.publicArea.parameters.eccDetail.symmetric.keyBits.aes = 128;
-    template.publicArea.parameters.eccDetail.symmetric.mode.aes = TPM2_ALG_CFB;
-    template.publicArea.parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
-    template.publicArea.parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
-    template.publicArea.parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
-    template.publicArea.unique.ecc.x.size = CTPM_P256_COORDINATE_BYTES;
-    template.publicArea.unique.ecc.y.size = CTPM_P256_COORDINATE_BYTES;
-    TPM2B_DATA outside = {0};
-    TPML_PCR_SELECTION pcrs = {0};
-    TPM2B_PUBLIC *public = NULL;
-    TPM2B_CREATION_DATA *creation = NULL;
-    TPM2B_DIGEST *hash = NULL;
-    TPMT_TK_CREATION *ticket = NULL;
-    TSS2_RC rc = tss.create_primary(connection->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                    &sensitive, &template, &outside, &pcrs, primary, &public, &creation, &hash, &ticket);
-    tss.free(public); tss.free(creation); tss.free(hash); tss.free(ticket);
-    return rc;
-}
-
-uint32_t ctpm_create_key(ctpm_connection *connection, uint8_t *public_blob, size_t *public_length,
-                         uint8_t *private_blob, size_t *private_length) {
-    ESYS_TR primary = ESYS_TR_NONE;
-    TSS2_RC rc = create_primary(connection, &primary);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    TPM2B_SENSITIVE_CREATE sensitive = {0};
-    TPM2B_PUBLIC template = {0};
-    template.publicArea.type = TPM2_ALG_ECC;
-    template.publicArea.nameAlg = TPM2_ALG_SHA256;
-    // Decryption only (ECDH_ZGen), never signing; not restricted; bound to this TPM and parent.
-    template.publicArea.objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT
-        | TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA | TPMA_OBJECT_DECRYPT;
-    template.publicArea.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
-    template.publicArea.parameters.eccDetail.scheme.scheme = TPM2_ALG_NULL;
-    template.publicArea.parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
-    template.publicArea.parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
-    TPM2B_DATA outside = {0};
-    TPML_PCR_SELECTION pcrs = {0};
-    TPM2B_PRIVATE *private = NULL;
-    TPM2B_PUBLIC *public = NULL;
-    TPM2B_CREATION_DATA *creation = NULL;
-    TPM2B_DIGEST *hash = NULL;
-    TPMT_TK_CREATION *ticket = NULL;
-    rc = tss.create(connection->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                    &sensitive, &template, &outside, &pcrs, &private, &public, &creation, &hash, &ticket);
-    tss.flush(connection->esys, primary);
+uint32_t ctpm_owner_auth_set(ctpm_connection *connection, int *set) {
+    TPMI_YES_NO more = TPM2_NO;
+    TPMS_CAPABILITY_DATA *data = NULL;
+    TSS2_RC rc = tss.get_capability(connection->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                    TPM2_CAP_TPM_PROPERTIES, TPM2_PT_PERMANENT, 1, &more, &data);
     if (rc == TSS2_RC_SUCCESS) {
-        size_t offset = 0;
-        rc = tss.public_marshal(public, public_blob, CTPM_BLOB_CAPACITY, &offset);
-        *public_length = offset;
-        offset = 0;
-        if (rc == TSS2_RC_SUCCESS) rc = tss.private_marshal(private, private_blob, CTPM_BLOB_CAPACITY, &offset);
-        *private_length = offset;
+        const TPML_TAGGED_TPM_PROPERTY *properties = &data->data.tpmProperties;
+        if (data->capability != TPM2_CAP_TPM_PROPERTIES || properties->count < 1
+            || properties->tpmProperty[0].property != TPM2_PT_PERMANENT) rc = CTPM_ERROR_UNEXPECTED;
+        else *set = (properties->tpmProperty[0].value & TPMA_PERMANENT_OWNERAUTHSET) != 0;
     }
-    tss.free(private); tss.free(public); tss.free(creation); tss.free(hash); tss.free(ticket);
-    return rc;
-}
-
-// Writes a coordinate of up to 32 bytes right-aligned (the TPM may drop leading zeros).
-static int put_coordinate(uint8_t *out, const TPM2B_ECC_PARAMETER *coordinate) {
-    if (coordinate->size > CTPM_P256_COORDINATE_BYTES) return 0;
-    memset(out, 0, CTPM_P256_COORDINATE_BYTES);
-    memcpy(out + CTPM_P256_COORDINATE_BYTES - coordinate->size, coordinate->buffer, coordinate->size);
-    return 1;
-}
-
-// Unmarshals the blobs, re-creates the primary key and loads the key under it.
-static TSS2_RC load_key(ctpm_connection *connection, const uint8_t *public_blob, size_t public_length,
-                        const uint8_t *private_blob, size_t private_length,
-                        TPM2B_PUBLIC *public, ESYS_TR *key) {
-    TPM2B_PRIVATE private = {0};
-    size_t offset = 0;
-    if (tss.public_unmarshal(public_blob, public_length, &offset, public) != TSS2_RC_SUCCESS || offset != public_length)
-        return CTPM_ERROR_BAD_INPUT;
-    offset = 0;
-    if (tss.private_unmarshal(private_blob, private_length, &offset, &private) != TSS2_RC_SUCCESS || offset != private_length)
-        return CTPM_ERROR_BAD_INPUT;
-    if (public->publicArea.type != TPM2_ALG_ECC || public->publicArea.parameters.eccDetail.curveID != TPM2_ECC_NIST_P256)
-        return CTPM_ERROR_BAD_INPUT;
-    ESYS_TR primary = ESYS_TR_NONE;
-    TSS2_RC rc = create_primary(connection, &primary);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = tss.load(connection->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, public, key);
-    tss.flush(connection->esys, primary);
-    explicit_bzero(&private, sizeof private);
-    return rc;
-}
-
-uint32_t ctpm_public_point(ctpm_connection *connection, const uint8_t *public_blob, size_t public_length,
-                           const uint8_t *private_blob, size_t private_length,
-                           uint8_t point[CTPM_P256_POINT_BYTES]) {
-    TPM2B_PUBLIC public = {0};
-    ESYS_TR key = ESYS_TR_NONE;
-    TSS2_RC rc = load_key(connection, public_blob, public_length, private_blob, private_length, &public, &key);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    tss.flush(connection->esys, key);
-    point[0] = 0x04;
-    if (!put_coordinate(point + 1, &public.publicArea.unique.ecc.x)
-        || !put_coordinate(point + 1 + CTPM_P256_COORDINATE_BYTES, &public.publicArea.unique.ecc.y))
-        return CTPM_ERROR_BAD_INPUT;
-    return CTPM_OK;
-}
-
-uint32_t ctpm_ecdh_zgen(ctpm_connection *connection, const uint8_t *public_blob, size_t public_length,
-                        const uint8_t *private_blob, size_t private_length,
-                        const uint8_t peer_point[CTPM_P256_POINT_BYTES],
-                        uint8_t shared_x[CTPM_P256_COORDINATE_BYTES]) {
-    if (peer_point[0] != 0x04) return CTPM_ERROR_BAD_INPUT;
-    TPM2B_PUBLIC public = {0};
-    ESYS_TR key = ESYS_TR_NONE;
-    TSS2_RC rc = load_key(connection, public_blob, public_length, private_blob, private_length, &public, &key);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    TPM2B_ECC_POINT in = {0};
-    in.point.x.size = CTPM_P256_COORDINATE_BYTES;
-    in.point.y.size = CTPM_P256_COORDINATE_BYTES;
-    memcpy(in.point.x.buffer, peer_point + 1, CTPM_P256_COORDINATE_BYTES);
-    memcpy(in.point.y.buffer, peer_point + 1 + CTPM_P256_COORDINATE_BYTES, CTPM_P256_COORDINATE_BYTES);
-    TPM2B_ECC_POINT *out = NULL;
-    // The TPM checks that the point is on the curve (TPM_RC_ECC_POINT otherwise).
-    rc = tss.ecdh_zgen(connection->esys, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &in, &out);
-    tss.flush(connection->esys, key);
-    if (rc == TSS2_RC_SUCCESS && !put_coordinate(shared_x, &out->point.x)) rc = CTPM_ERROR_UNEXPECTED;
-    if (out != NULL) { explicit_bzero(out, sizeof *out); tss.free(out); }
+    tss.free(data);
     return rc;
 }
 
@@ -296,6 +161,8 @@ const char *ctpm_describe(uint32_t rc) {
     case CTPM_ERROR_BAD_INPUT: return "malformed key blob or point";
     case CTPM_ERROR_NO_MEMORY: return "out of memory";
     case CTPM_ERROR_UNEXPECTED: return "unexpected answer from the TPM";
+    case CTPM_ERROR_PARENT_MISMATCH: return "the TPM's storage primary key is not the one the key was bound under";
+    case CTPM_ERROR_OWNER_AUTH: return "the TPM's owner hierarchy has a password";
     default: break;
     }
     if (tss.decode != NULL) snprintf(text, sizeof text, "0x%x: %s", rc, tss.decode(rc));

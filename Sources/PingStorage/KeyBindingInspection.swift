@@ -13,12 +13,18 @@ package enum KeyBindingInspection {
     /// The key item attribute and value that mark a bound key (`key-binding` = `tpm`).
     package static let attribute = (name: BoundKey.attribute, value: BoundKey.tpm)
 
-    /// Whether a TPM answers within `timeout`: nil when it does, else why not (a sentence).
+    /// What the TPM says when its owner hierarchy has a password (then no key is bound: the primary
+    /// key is made with the empty one).
+    package static let ownerPassword = "the TPM's owner hierarchy has a password"
+
+    /// Whether keys can be bound to a TPM within `timeout`: nil when one answers and its owner
+    /// hierarchy has no password, else why not (a sentence; for an owner password it starts with
+    /// ``ownerPassword`` and says what to do).
     package static func tpmProblem(timeout: Duration) async -> String? {
-        switch await TPM.reach(by: Deadline(timeout: timeout)) {
-        case .success: nil
-        // "cannot reach the TPM: no TPM: …": the reason alone.
-        case .failure(let error): error.message.hasPrefix("cannot reach the TPM: ") ? String(error.message.dropFirst(22)) : error.message
+        let prefix = "cannot bind a key to the TPM: "
+        // "cannot bind a key to the TPM: no TPM: …": the reason alone.
+        return await TPM.bindingProblem(by: Deadline(timeout: timeout)).map { error in
+            error.message.hasPrefix(prefix) ? String(error.message.dropFirst(prefix.count)) : error.message
         }
     }
 

@@ -12,9 +12,13 @@ internal import TPM
 /// - **The key:** an ECC P-256 decryption key created inside the TPM under the owner hierarchy's
 ///   storage primary key (re-created from TCG's SRK template whenever needed); its private part
 ///   never leaves the TPM in the clear. What the TPM gives back (its public area and its private
-///   area wrapped by the TPM) is kept in the keyring under the tag, for the app (``AppIdentity``):
-///   service `com.pingidentity.PingStorage.SecuredKey.TPM`, account = the tag. Another TPM (another
-///   machine, a cleared or replaced TPM) cannot load it.
+///   area wrapped by the TPM), with the primary key's name pinned, is kept in the keyring under the
+///   tag, for the app (``AppIdentity``): service `com.pingidentity.PingStorage.SecuredKey.TPM`,
+///   account = the tag. Another TPM (another machine, a cleared or replaced TPM) cannot load it,
+///   and a primary key of another name than the pinned one is refused before the key is used.
+/// - **On the TPM's bus:** the commands that carry key material run in a session salted to that
+///   primary key with AES-128-CFB parameter encryption, so the ECDH secret crosses the bus (and
+///   tpm2-abrmd) encrypted (SECURITY.md says what a bus sniffer still sees).
 /// - **Encryption** needs only the public key and runs in software (libgcrypt); **decryption**
 ///   computes the ECDH secret inside the TPM (TPM2_ECDH_ZGen). The format is Apple's ECIES
 ///   (``SecKeyAlgorithm``): ephemeral public key ‖ AES-128-GCM ciphertext ‖ 16-byte tag, so data
@@ -76,9 +80,20 @@ public struct SecuredKey: Sendable {
             }
             guard let blob else { return nil }
             switch TPM.publicPoint(of: blob) {
-            case .success(let point):
-                self.blob = blob
-                publicKey = point
+            case .success(let loaded):
+                // A 2.0.0 key (no pin): the primary it loaded under is pinned from now on, in this
+                // process at once and in its item when the item is this app's (trust on first use).
+                let pinned = blob.parentName == nil ? blob.pinned(to: loaded.parentName) : blob
+                if pinned != blob {
+                    do {
+                        if try item.pin(blob, as: pinned) { Log.info("SecuredKey '\(applicationTag)': its TPM's storage key is now pinned") }
+                    } catch {
+                        Log.warning("SecuredKey '\(applicationTag)': its TPM's storage key could not be pinned in the keyring "
+                                    + "(its next first use tries again)", error: error)
+                    }
+                }
+                self.blob = pinned
+                publicKey = loaded.value
             case .failure(let error):
                 Log.warning("SecuredKey '\(applicationTag)': the stored key cannot be used with this TPM (another machine's TPM, "
                             + "or it was cleared); its keyring item was left unchanged: \(error.message)")
@@ -117,7 +132,7 @@ public struct SecuredKey: Sendable {
         let blob = blob
         return ECIES.open(data, variant: variant) { ephemeral in
             switch TPM.sharedX(blob, peer: ephemeral) {
-            case .success(let shared): return shared
+            case .success(let shared): return shared.value
             case .failure(let error):
                 Log.warning("SecuredKey: decryption failed: \(error.message)")
                 return nil

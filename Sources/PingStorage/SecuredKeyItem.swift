@@ -14,12 +14,15 @@ internal import TPM
 /// the item is not a secret in itself; it is kept in the keyring so that the key belongs to the
 /// app and follows the user's keyring, as iOS keeps a Secure Enclave key's reference in the keychain.
 ///
-/// The item's bytes: `PSTPM1` ‖ public area length (2 bytes, big-endian) ‖ public area ‖ private
-/// area length (2 bytes) ‖ private area.
+/// The item's bytes: `PSTPM2` ‖ parent name length (2 bytes, big-endian) ‖ the name of the TPM's
+/// storage primary key the key was made under (pinned, ``TPMKeyBlob/parentName``) ‖ public area
+/// length (2 bytes) ‖ public area ‖ private area length (2 bytes) ‖ private area. 2.0.0 wrote
+/// `PSTPM1` without the name: such items still read, and get their pin at their first use
+/// (``pin(_:as:)``).
 struct SecuredKeyItem: Sendable {
     /// The service of SecuredKey's items.
     static let service = "com.pingidentity.PingStorage.SecuredKey.TPM"
-    private static let magic = Array("PSTPM1".utf8)
+    private static let magic = TPMKeyBlobMagic(unpinned: Array("PSTPM1".utf8), pinned: Array("PSTPM2".utf8))
 
     private let items: KeychainItems
 
@@ -52,11 +55,29 @@ struct SecuredKeyItem: Sendable {
         _ = try Self.blocking(backstop) { try await items.write(value) }
     }
 
-    static func encode(_ blob: TPMKeyBlob) -> [UInt8] { blob.encoded(magic: magic) }
+    /// Rewrites a 2.0.0 item (no pin) that held `read` as `pinned` (the same blobs, pinned to the
+    /// name its first use found), and only then: when the item found now is this app's own (its
+    /// `pingstorage-app` is the app's; an item of no app, 1.x's, is read but never rewritten) and
+    /// still holds exactly `read`. Another process may act between that look and the write; what it
+    /// can have done there is write the same pinned bytes (the same TPM gives the same name) or,
+    /// rarely, delete the item, which the write would bring back with the same key.
+    /// - Returns: whether the item was rewritten.
+    /// - Throws: what the keyring threw; nothing is written then.
+    @discardableResult
+    func pin(_ read: TPMKeyBlob, as pinned: TPMKeyBlob) throws -> Bool {
+        let items = items, app = items.configuration.app
+        let expected = Data(Self.encode(read))
+        guard let found = try Self.blocking(backstop, { try await items.infoAndSecret() }),
+              found.info.attributes[AppIdentity.attribute] == app, found.secret.bytes == expected else { return false }
+        try write(pinned)
+        return true
+    }
+
+    static func encode(_ blob: TPMKeyBlob) -> [UInt8] { blob.encoded(magic) }
 
     /// The blobs of an item's bytes, read with bounds; nil when they are not exactly that.
     static func decode(_ bytes: [UInt8]) -> TPMKeyBlob? {
-        guard let (blob, rest) = TPMKeyBlob.decode(bytes, magic: magic), rest.isEmpty else { return nil }
+        guard let (blob, rest) = TPMKeyBlob.decode(bytes, magic), rest.isEmpty else { return nil }
         return blob
     }
 

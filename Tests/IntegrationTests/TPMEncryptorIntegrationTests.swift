@@ -55,7 +55,7 @@ extension Integration {
             let sealedAfter = try #require(try SecretTool.lookup(item))
             #expect(Self.keyID(of: sealedAfter) == bound.storedAttributes["key-id"], "the item moved to the bound key")
             let boundSecret = try #require(try SecretTool.lookup(["xdg:schema": Self.keySchema, "key-id": bound.storedAttributes["key-id"] ?? ""]))
-            #expect(boundSecret.starts(with: Data("PSBND1".utf8)) && boundSecret.count > 32,
+            #expect(boundSecret.starts(with: Data("PSBND2".utf8)) && boundSecret.count > 32,
                     "the keyring holds the key wrapped by the TPM, not the key")
 
             // Fresh processes open it through the TPM, whether they bind new keys or not.

@@ -1,4 +1,5 @@
 import Foundation
+import PingStorage
 import Testing
 @testable import PingKeyringCore
 
@@ -35,6 +36,16 @@ struct DoctorTPMTests {
                                            tpmProblem: "no TPM: PINGSTORAGE_TPM_TCTI=none")
         #expect(check.status == .fail && check.errorKind == "tpmUnavailable")
         #expect(check.detail.contains("cannot be decrypted here") && check.fix == Doctor.TPMFix.unreachable)
+    }
+
+    /// An owner hierarchy password (issue 36): keys stay unbound and the line says why; bound keys
+    /// fail with the fix that removes the password, not the one that reaches the TPM.
+    @Test func anOwnerPasswordIsExplainedWithItsOwnFix() {
+        let problem = KeyBindingInspection.ownerPassword + ", and keys are bound under its storage primary key"
+        let unbound = Doctor.keyBindingCheck(keys: [key(Self.old, created: 1)], tpmProblem: problem)
+        #expect(unbound.status == .pass && unbound.detail.hasPrefix("not bound: the TPM's owner hierarchy has a password"))
+        let bound = Doctor.keyBindingCheck(keys: [key(Self.new, created: 2, .bound(wellFormed: true, tpmOpens: nil))], tpmProblem: problem)
+        #expect(bound.status == .fail && bound.fix == Doctor.TPMFix.ownerPassword)
     }
 
     @Test func keysTheTPMNoLongerOpensFailWithTheirIdsAndTheFix() {

@@ -135,7 +135,7 @@ struct HostMigrationTests {
                               associatedData: Data())
         }
         host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": boundID, BoundKey.attribute: BoundKey.tpm, app: Self.app],
-                  bytes: Data(BoundKey.magic) + Data(repeating: 7, count: 200), label: KeyVault.label)
+                  bytes: Data(BoundKey.magic.unpinned) + Data(repeating: 7, count: 200), label: KeyVault.label)
         host.seed(attributes: ["service": service, "account": "sealed-bound", app: Self.app], bytes: try envelope(boundID))
         host.seed(attributes: ["xdg:schema": KeyVault.schema, "key-id": plainID, app: Self.app],
                   secret: String(repeating: "k", count: 32), label: KeyVault.label)

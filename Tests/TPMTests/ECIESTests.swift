@@ -76,21 +76,26 @@ struct ECIESTests {
         #expect(throws: GcryptError.self) { try P256.ephemeralAgreement(with: Array(Self.applePublicKey.prefix(33))) }
     }
 
-    @Test func theKeyItemIsReadWithBounds() {
-        let blob = TPMKeyBlob(publicArea: [1, 2, 3], privateArea: [4, 5])
+    /// A key's blobs as 2.0.0 kept them (no pin), and pinned to its parent's name (issue 36).
+    static let blobs = [TPMKeyBlob(publicArea: [1, 2, 3], privateArea: [4, 5]),
+                        TPMKeyBlob(publicArea: [1, 2, 3], privateArea: [4, 5], parentName: [0x00, 0x0b] + [UInt8](repeating: 7, count: 32))]
+
+    @Test(arguments: blobs) func theKeyItemIsReadWithBounds(blob: TPMKeyBlob) {
         let encoded = SecuredKeyItem.encode(blob)
+        #expect(encoded.starts(with: Array((blob.parentName == nil ? "PSTPM1" : "PSTPM2").utf8)))
         #expect(SecuredKeyItem.decode(encoded) == blob)
         for count in 0..<encoded.count { #expect(SecuredKeyItem.decode(Array(encoded.prefix(count))) == nil) }
         #expect(SecuredKeyItem.decode(encoded + [0]) == nil)
         #expect(SecuredKeyItem.decode(Array("PSTPM1".utf8) + [0xff, 0xff]) == nil)
+        #expect(SecuredKeyItem.decode(Array("PSTPM2".utf8) + [0, 0] + encoded.dropFirst(6)) == nil, "an empty pin")
     }
 
     /// A bound key item's bytes (SecuredKeyEncryptor's key wrapped to a TPM key) are read with
     /// bounds: the blobs, then exactly one ECIES ciphertext of a 32-byte key.
-    @Test func aBoundKeyItemIsReadWithBounds() throws {
-        let blob = TPMKeyBlob(publicArea: [1, 2, 3], privateArea: [4, 5])
+    @Test(arguments: blobs) func aBoundKeyItemIsReadWithBounds(blob: TPMKeyBlob) throws {
         let wrapped = [0x04] + [UInt8](repeating: 9, count: 64 + 32 + 16)
         let encoded = BoundKey.encode(blob) + wrapped
+        #expect(encoded.starts(with: Array((blob.parentName == nil ? "PSBND1" : "PSBND2").utf8)))
         let decoded = try #require(BoundKey.decode(encoded))
         #expect(decoded.0 == blob && decoded.wrapped == wrapped)
         #expect(BoundKey.isBound(bytes: encoded) && !BoundKey.isBound(bytes: [UInt8](repeating: 0, count: 32)))

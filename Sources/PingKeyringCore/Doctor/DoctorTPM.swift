@@ -41,6 +41,9 @@ extension Doctor {
     enum TPMFix {
         static let unreachable = "give this user the TPM (the tss group for /dev/tpmrm0, or a running tpm2-abrmd), or "
             + "choose the connection with PINGSTORAGE_TPM_TCTI; inside a Flatpak sandbox the TPM needs --device=all."
+        static let ownerPassword = "remove the owner hierarchy's password (`tpm2_changeauth -c owner -p OLD-PASSWORD`, with no new "
+            + "one; it was set with tpm2_changeauth or by another tool), then run the apps again: their keys are bound again "
+            + "and the bound ones open."
         static func cleared(_ ids: [String]) -> String {
             "the apps sign in again (their next saves use a key of this TPM). Once they have, delete the lost key"
                 + (ids.count == 1 ? "" : "s") + ": "
@@ -67,7 +70,7 @@ extension Doctor {
             guard bound.isEmpty else {
                 return .fail(id, title, ToolError(kind: "tpmUnavailable", message: "\(bound.count) key\(bound.count == 1 ? " is" : "s are") "
                     + "bound to a TPM, but \(tpmProblem): what \(bound.count == 1 ? "it" : "they") encrypted cannot be decrypted here"),
-                    fix: TPMFix.unreachable)
+                    fix: tpmProblem.hasPrefix(KeyBindingInspection.ownerPassword) ? TPMFix.ownerPassword : TPMFix.unreachable)
             }
             return .pass(id, title, "not bound: \(tpmProblem). Keys are kept in the keyring as they are: a copy of the keyring opens them")
         }

@@ -25,7 +25,10 @@ extension KeyVault {
         guard BoundKey.isBound(bytes: bytes) else { return checkedKey(bytes, checkValue: checkValue, id: id) }
         switch await BoundKey.unbind(bytes, by: deadline) {
         case .success(let key):
-            return checked(key, checkValue: checkValue, id: id)
+            let result = checked(key, checkValue: checkValue, id: id)
+            // A 2.0.0 key that opened and matches its key-check: its pin is written by the vault.
+            if case .success = result { BoundKey.recordPinToWrite(id: id, bytes: bytes) }
+            return result
         case .failure(.malformed(let why)):
             return .failure(.failedToDecrypt(.unsupportedFormat(
                 "The encryption key item of key \(id) is bound to the TPM but \(why); it was left unchanged.")))
@@ -34,7 +37,9 @@ extension KeyVault {
             case .foreignKey:
                 return .failure(.failedToDecrypt(.tpmCleared(
                     "The encryption key \(id) is bound to a TPM that cannot open it: this machine's TPM was cleared or "
-                    + "replaced, or the keyring comes from another machine. What it encrypted is lost (the item was left "
+                    + "replaced, or the keyring comes from another machine (or, if none of these, something between this "
+                    + "machine and its TPM answers in its place: its storage key is not the one pinned with the key, which "
+                    + "was not used). What it encrypted is lost (the item was left "
                     + "unchanged): fetch the data again (sign in again); new saves use a new key.")))
             case .cancelled:
                 throw .cancelled("open the encryption key with the TPM")

@@ -107,6 +107,7 @@ actor KeyVault {
                 return try await store.chooseKey(bound: bound, by: deadline)
             }
         }
+        await writePin(choice.id, by: deadline)
         let key = try choice.key.get()
         keys[choice.id] = key
         current = (choice.id, choice.token)
@@ -126,6 +127,7 @@ actor KeyVault {
                 + "unchanged and cannot be decrypted; save a new value (it is encrypted with the current "
                 + "key) or delete the item."))
         }
+        await writePin(id, by: deadline)
         let key = try loaded.get()
         keys[id] = key
         return key
@@ -150,6 +152,20 @@ actor KeyVault {
         Log.warning("The encryption key \(id.hexString) was rewritten by another program while an item was saved; sealing it again")
         keys[id] = stored
         return false
+    }
+
+    /// Adds its pin to key `id` when it is a 2.0.0 bound key this process just opened
+    /// (``BoundKey/pinToWrite(id:)``), in the store it was read from: a failure is logged and
+    /// leaves the key as it was.
+    private func writePin(_ id: KeyID, by deadline: Deadline) async {
+        guard let pin = BoundKey.pinToWrite(id: id.hexString), let store = store as? any BoundKeyPinning else { return }
+        do {
+            try await store.pinBoundKey(id, replacing: pin.read, with: pin.pinned, by: deadline)
+            Log.info("The encryption key \(id.hexString), bound to the TPM by 2.0.0, now has its TPM's storage key pinned")
+        } catch {
+            Log.warning("The encryption key \(id.hexString) could not be pinned to its TPM's storage key (its next first use "
+                        + "tries again)", error: error.thrown)
+        }
     }
 
     /// The store, decided at the first call for a configuration.
