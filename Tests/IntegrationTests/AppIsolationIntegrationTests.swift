@@ -31,7 +31,7 @@ extension Integration {
                 async let saveA = AppIdentities.app(Self.appA, ["save", account, valueA])
                 async let saveB = AppIdentities.app(Self.appB, ["save", account, valueB])
                 let (savedA, savedB) = try await (saveA, saveB)
-                FileManager.default.createFile(atPath: stop, contents: nil)
+                _ = FileManager.default.createFile(atPath: stop, contents: nil)
                 let polled = try await poller
                 #expect(savedA.status == 0 && savedB.status == 0, "round \(round): \(savedA.stderr) \(savedB.stderr)")
                 #expect(polled.status == 0, "round \(round): \(polled.stderr)")
