@@ -79,6 +79,13 @@ extension Integration {
             environment["DBUS_SESSION_BUS_ADDRESS"] = address
             environment["HOME"] = directory
             environment["XDG_DATA_HOME"] = directory + "/data"
+            // A runtime directory of its own: gnome-keyring-daemon looks for another daemon through
+            // the control socket in $XDG_RUNTIME_DIR/keyring, and sharing the harness's, it found the
+            // harness's daemon and took over from it; the tests after this one then found no Secret
+            // Service at all (noSecretService, 70 of them in one run).
+            try FileManager.default.createDirectory(atPath: directory + "/run", withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            environment["XDG_RUNTIME_DIR"] = directory + "/run"
             environment["DISPLAY"] = nil
             environment["WAYLAND_DISPLAY"] = nil
             let daemon = try LoggedProcess(["/usr/bin/gnome-keyring-daemon", "--foreground", "--components=secrets"],

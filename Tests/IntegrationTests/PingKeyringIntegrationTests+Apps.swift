@@ -12,6 +12,62 @@ private func save(_ value: String, account: String, as app: String) async throws
 }
 
 extension Integration.PingKeyring {
+    // MARK: apps and move: an old identity's items (docs/ping-keyring.md, "Apps")
+
+    /// A program that set no identity (its path is its identity) saved items, one of them
+    /// encrypted; it now calls AppIdentity.set and no longer sees them. `apps` lists the old
+    /// identity with its accounts; `move` gives them to the new one (and copies the key), leaving an
+    /// account the new one already has with the old one; the new identity then reads them, a client
+    /// we did not write sees the new attribute, and the old identity's no longer has them.
+    @Test func anOldIdentitysItemsAreListedAndMovedToTheNewOne() async throws {
+        let (plain, sealed, both) = (uniqueAccount("plain"), uniqueAccount("sealed"), uniqueAccount("both"))
+        let new = "com.example.ping-keyring-test.moved-\(plain.suffix(8))"
+        defer { for account in [plain, sealed, both] { try? SecretTool.clear(lookup(account)) } }
+        // The old program: the probe under another name (its path is its identity).
+        let old = Harness.probePath + "-old-\(plain.suffix(8))"
+        guard link(Harness.probePath, old) == 0 else { throw HarnessError("link failed: errno \(errno)") }
+        defer { unlink(old) }
+        func program(_ path: String, app: String?, _ arguments: [String]) async throws -> ProcessResult {
+            try await run(path, arguments, environment: ProcessInfo.processInfo.environment.merging(["KEYCHAIN_PROBE_APP": app ?? ""]) { $1 })
+        }
+        #expect(try await program(old, app: nil, ["save", plain, "plain value"]).status == 0)
+        #expect(try await program(old, app: nil, ["--encrypt", "--unbound", "save", sealed, "sealed value"]).status == 0)
+        #expect(try await program(old, app: nil, ["save", both, "old's"]).status == 0)
+        let pointed = try await runPingKeyring(["doctor", "--app", new])
+        #expect(pointed.output.contains("warn  other identities") && pointed.output.contains(old)
+                && pointed.output.contains("ping-keyring move --from OLD --app \(new)"), "the doctor points to them: \(pointed.output)")
+        #expect(try await program(Harness.probePath, app: new, ["save", both, "new's"]).status == 0)
+        #expect(try await program(Harness.probePath, app: new, ["get", plain]).status == 1, "not the new identity's yet")
+
+        let listed = try JSONDecoder().decode(AppsJSON.self, from: try await runPingKeyring(["apps", "--app", new, "--json"]).stdout)
+        let oldIdentity = try #require(listed.identities.first { $0.app == old }, "\(listed)")
+        #expect(Set(oldIdentity.accounts).isSuperset(of: [plain, sealed, both]) && oldIdentity.keys.count == 1)
+        #expect(oldIdentity.sharedAccounts.contains(both) && !oldIdentity.sharedAccounts.contains(plain))
+        #expect(try await runPingKeyring(["apps", "--app", new]).output.contains("ping-keyring move --from OLD --app APP"))
+
+        let refused = try await runPingKeyring(["move", "--from", old])
+        #expect(refused.status == 2 && refused.stderr.contains("move needs --app ID"), "outside a sandbox: --app is required")
+        let moved = try JSONDecoder().decode(MoveJSON.self, from: try await runPingKeyring(["move", "--from", old, "--app", new, "--json"]).stdout)
+        #expect(Set(moved.moved).isSuperset(of: [plain, sealed]) && !moved.moved.contains(both), "\(moved)")
+        #expect(moved.skipped.contains(both) && moved.keysCopied.count == 1)
+
+        #expect(try await program(Harness.probePath, app: new, ["get", plain]).output == "plain value\n")
+        let opened = try await program(Harness.probePath, app: new, ["--encrypt", "--unbound", "get", sealed])
+        #expect(opened.output == "sealed value\n", "the copied key opens it: \(opened.stderr)")
+        #expect(try await program(Harness.probePath, app: new, ["get", both]).output == "new's\n", "never overwritten")
+        #expect(try await program(old, app: nil, ["get", both]).output == "old's\n", "left with the old identity")
+        #expect(try await program(old, app: nil, ["get", plain]).status == 1, "no longer the old identity's")
+        #expect(try SecretTool.search(lookup(plain)).map { $0.storedAttributes[AppIdentity.attribute] } == [new])
+        #expect(!(try await runPingKeyring(["doctor", "--app", new]).output.contains("other identities")), "the app has its items now")
+    }
+
+    private struct AppsJSON: Decodable {
+        struct Identity: Decodable { var app: String?; var accounts: [String]; var keys: [String]; var sharedAccounts: [String] }
+        var identities: [Identity]
+    }
+
+    private struct MoveJSON: Decodable { var moved: [String]; var skipped: [String]; var keysCopied: [String] }
+
     // MARK: apps (docs/ping-keyring.md, "Apps")
 
     @Test func twoAppsItemsOfOneAccountAreListedReadAndDeletedApart() async throws {
@@ -95,23 +151,28 @@ extension Integration.PingKeyring {
         defer { try? SecretTool.clear(lookup(account)) }
         try await save("mine", account: account, as: sandboxed)
         try await save("theirs", account: account, as: other)
-        // FLATPAK_ID names the app as inside a Flatpak; the backend stays the Secret Service
-        // (there is no /.flatpak-info).
+        // In a Flatpak (its /.flatpak-info names the app) whose backend is set to the Secret Service.
         var environment = ProcessInfo.processInfo.environment
-        environment["FLATPAK_ID"] = sandboxed
-        #expect(try pingKeyring(["get", "--account", account], environment: environment).output == "\"mine\"\n")
-        let listed = try JSONDecoder().decode(
-            ListJSON.self, from: try pingKeyring(["list", "--json"], environment: environment).stdout)
+        environment["PINGSTORAGE_BACKEND"] = "secret-service"
+        let tool = Harness.binaryDirectory.appendingPathComponent("ping-keyring").path
+        func inFlatpak(_ arguments: [String]) throws -> ProcessResult {
+            try runAsFlatpak(sandboxed, tool, arguments, environment: environment)
+        }
+        #expect(try inFlatpak(["get", "--account", account]).output == "\"mine\"\n")
+        let listed = try JSONDecoder().decode(ListJSON.self, from: try inFlatpak(["list", "--json"]).stdout)
         #expect(listed.app == sandboxed)
         #expect(listed.items.filter { $0.account == account }.map(\.app) == [sandboxed])
+        // An inherited FLATPAK_ID alone (a program started from a Flatpak IDE) is no sandbox.
+        environment["FLATPAK_ID"] = sandboxed
+        #expect(try pingKeyring(["get", "--account", account], environment: environment).status == 2, "two apps: --app must choose")
+        environment["FLATPAK_ID"] = nil
 
-        let sandboxDoctor = try jsonObject(try pingKeyring(["doctor", "--json"], environment: environment))
+        let sandboxDoctor = try jsonObject(try inFlatpak(["doctor", "--json"]))
         let inSandbox = try #require(sandboxDoctor["appIdentity"] as? [String: Any])
         #expect(inSandbox["id"] as? String == sandboxed)
         #expect(inSandbox["source"] as? String == "flatpak")
         #expect(inSandbox["warning"] is NSNull)
 
-        environment["FLATPAK_ID"] = nil
         let doctor = try pingKeyring(["doctor", "--json"], environment: environment)
         let fallback = try #require(try jsonObject(doctor)["appIdentity"] as? [String: Any])
         #expect(fallback["id"] is NSNull, "each program's own path")

@@ -194,7 +194,7 @@ struct ArgumentParserTests {
     @Test func unknownCommand() {
         let error = usageError("frobnicate")
         #expect(error?.message.contains("unknown command 'frobnicate'") == true)
-        #expect(error?.message.contains("list, get, save, delete, search, lookup, lock, unlock, doctor") == true)
+        #expect(error?.message.contains("list, get, save, delete, apps, move, search, lookup, lock, unlock, doctor") == true)
     }
 
     @Test func unknownOption() {

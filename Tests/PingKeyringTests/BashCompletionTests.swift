@@ -27,7 +27,7 @@ struct BashCompletionTests {
     }
 
     @Test func commands() async throws {
-        #expect(try await completions("ping-keyring", "") == ["list", "get", "save", "delete", "search", "lookup", "lock", "unlock",
+        #expect(try await completions("ping-keyring", "") == ["list", "get", "save", "delete", "apps", "move", "search", "lookup", "lock", "unlock",
                                                                 "doctor", "help"])
         #expect(try await completions("ping-keyring", "d") == ["delete", "doctor"])
         #expect(try await completions("ping-keyring", "-c", "session", "--json", "g") == ["get"],

@@ -196,7 +196,7 @@ struct DoctorFileKeyringTests {
 
     @Test func jsonNamesTheBackendAndHasNoCollection() async throws {
         let document = await Doctor.run(fileEnvironment()).json.document
-        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "appIdentity", "provider", "checks"])
+        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "appIdentity", "otherIdentities", "provider", "checks"])
         let json = try parseJSON(document)
         let backend = try #require(json["backend"] as? [String: Any])
         #expect(backend.count == 3)

@@ -19,6 +19,7 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
         path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: false))
     var probeResult: Result<String, ToolError> = .success("wrote, read back and deleted an item")
     var keysResult: Result<[EncryptionKeyItem], ToolError> = .success([keyItem(keyA, created: 100)])
+    var others: OtherIdentitiesFinding?
 
     func backend() async throws(BackendProblem) -> KeychainBackendChoice { try backendResult.get() }
     func portalSecretSize() async throws(ToolError) -> Int { try portalResult.get() }
@@ -28,6 +29,7 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
     func collection() async throws(ToolError) -> SecretCollectionInfo { try collectionResult.get() }
     func probe() async throws(ToolError) -> String { try probeResult.get() }
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] { try keysResult.get() }
+    func otherIdentities() async -> OtherIdentitiesFinding? { others }
 }
 
 let secretServiceBackend = KeychainBackendChoice(kind: .secretService, reason: "not in a Flatpak sandbox")
@@ -158,7 +160,7 @@ struct DoctorTests {
         var environment = FakeDoctorEnvironment()
         environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
         let document = await Doctor.run(environment).json.document
-        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "appIdentity", "provider", "checks"])
+        #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "appIdentity", "otherIdentities", "provider", "checks"])
         let json = try parseJSON(document)
         #expect(json["ok"] as? Bool == false)
         #expect(json["exitCode"] as? Int == 3)
@@ -287,5 +289,35 @@ struct DoctorTests {
         options.collection = .alias("work")
         #expect(LiveDoctorEnvironment(settings: KeyringSettings(options), environment: [:]).collectionDescription
                 == "the 'work' collection")
+    }
+}
+
+/// Where an app that moved, or that started calling AppIdentity.set, left its items: the doctor
+/// points to them when the app has none of its own.
+@Suite("Doctor: an old identity's items")
+struct DoctorOtherIdentitiesTests {
+    static let items = [
+        KeychainIdentities.Item(app: "/old/path/tool", account: "ACCESS_TOKEN_STORAGE", keyID: nil),
+        KeychainIdentities.Item(app: "/old/path/tool", account: "REFRESH", keyID: nil),
+        KeychainIdentities.Item(app: "/old/path/tool", account: nil, keyID: "aa"),
+        KeychainIdentities.Item(app: nil, account: "legacy", keyID: nil),
+    ]
+
+    @Test func anAppWithoutItemsIsPointedToTheIdentitiesThatHaveSome() async throws {
+        let finding = try #require(OtherIdentitiesFinding(app: "com.example.Tool", service: "svc", items: Self.items))
+        #expect(finding.others.map(\.app) == ["/old/path/tool"] && finding.others[0].accounts == ["ACCESS_TOKEN_STORAGE", "REFRESH"])
+        #expect(finding.text.contains("ping-keyring move --from OLD --app com.example.Tool"))
+        #expect(OtherIdentitiesFinding(app: "com.example.Tool", service: "svc",
+                                       items: Self.items + [.init(app: "com.example.Tool", account: "x", keyID: nil)]) == nil,
+                "the app has items of its own")
+        #expect(OtherIdentitiesFinding(app: "com.example.Tool", service: "svc", items: [Self.items[3]]) == nil, "no app's only")
+
+        var environment = FakeDoctorEnvironment()
+        environment.others = finding
+        let report = await Doctor.run(environment)
+        #expect(report.human.contains("\nwarn  other identities   com.example.Tool has no items of service svc, but other identities do: "
+                                      + "/old/path/tool (ACCESS_TOKEN_STORAGE, REFRESH)."), "\(report.human)")
+        #expect(report.ok, "a warning, not a failed check")
+        #expect(report.json.document.contains("\"otherIdentities\": {\n    \"app\": \"com.example.Tool\""), "\(report.json.document)")
     }
 }

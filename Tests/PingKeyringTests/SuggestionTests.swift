@@ -39,7 +39,7 @@ struct SuggestionTests {
         #expect(usageMessage(["--json", "dcotor"])?.hasPrefix("unknown command 'dcotor'; did you mean 'doctor'?") == true)
         #expect(usageMessage(["hlep"])?.hasPrefix("unknown command 'hlep'; did you mean 'help'?") == true)
         #expect(usageMessage(["frobnicate"])?.hasPrefix(
-            "unknown command 'frobnicate'; the commands are list, get, save, delete, search, lookup, lock, unlock, doctor") == true,
+            "unknown command 'frobnicate'; the commands are list, get, save, delete, apps, move, search, lookup, lock, unlock, doctor") == true,
             "nothing close: the list")
     }
 

@@ -5,7 +5,7 @@
 
 _ping_keyring() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local takes_value=' --account --app --backend --collection --service --timeout -a -c -s -t '
+    local takes_value=' --account --app --backend --collection --from --service --timeout -a -c -s -t '
     local command='' argument='' word i=1
     # The command is the first word that is neither an option nor an option's value
     # ('--opt=value' arrives as three words: '=' is in COMP_WORDBREAKS).
@@ -48,12 +48,12 @@ _ping_keyring() {
     case $command in
         '')
             if [[ $cur != -* ]]; then
-                COMPREPLY=($(compgen -W 'list get save delete search lookup lock unlock doctor help' -- "$cur"))
+                COMPREPLY=($(compgen -W 'list get save delete apps move search lookup lock unlock doctor help' -- "$cur"))
                 return 0
             fi
             ;;
         help)
-            [[ -z $argument ]] && COMPREPLY=($(compgen -W 'list get save delete search lookup lock unlock doctor' -- "$cur"))
+            [[ -z $argument ]] && COMPREPLY=($(compgen -W 'list get save delete apps move search lookup lock unlock doctor' -- "$cur"))
             return 0
             ;;
         list)
@@ -67,6 +67,12 @@ _ping_keyring() {
             ;;
         delete)
             options+=' -a --account -s --service'
+            ;;
+        apps)
+            options+=' -s --service'
+            ;;
+        move)
+            options+=' --from -s --service'
             ;;
         completion)
             if [[ -z $argument && $cur != -* ]]; then

@@ -86,6 +86,8 @@ extension ArgumentParser {
         case "save": return .save(account: values["account"]!, service: service, encrypt: values["encrypt"] != nil,
                                   text: values["text"] != nil)
         case "delete": return .delete(account: values["account"]!, service: service)
+        case "apps": return .apps(service: service)
+        case "move": return .move(from: values["from"]!, service: service)
         case "search": return .search(attributes: attributes)
         case "lookup": return .lookup(attributes: attributes)
         case "lock": return .lock

@@ -30,6 +30,10 @@ enum Command: Sendable, Equatable {
     /// `save`; `text`: store stdin as plain text, not JSON.
     case save(account: String, service: String, encrypt: Bool, text: Bool = false)
     case delete(account: String, service: String)
+    /// `apps [--service S]`: the app identities with items of the service, or keys.
+    case apps(service: String)
+    /// `move --from ID [--service S]`: give ID's items of the service to the app (`--app`).
+    case move(from: String, service: String)
     /// `search ATTRIBUTE VALUE…`: any tool's items with these attributes, never their secrets.
     case search(attributes: [String: String])
     /// `lookup ATTRIBUTE VALUE…`: the secret of the first item with these attributes.

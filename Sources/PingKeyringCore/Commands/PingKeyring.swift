@@ -114,6 +114,12 @@ public enum PingKeyring {
             case .delete(let account, let service):
                 let report = try await KeyringCommands.delete(account: account, service: service, settings: settings)
                 return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
+            case .apps(let service):
+                let report = try await KeyringCommands.apps(service: service, settings: settings)
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
+            case .move(let from, let service):
+                let report = try await KeyringCommands.move(from: from, service: service, settings: settings)
+                return success(options.json ? report.json.document : report.human, notes(report.backend, settings))
             case .search(let attributes):
                 let report = try await KeyringCommands.search(attributes, settings: settings)
                 return success(options.json ? report.json.document : report.human, notes(report.backend, settings))

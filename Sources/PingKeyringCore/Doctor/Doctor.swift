@@ -71,6 +71,7 @@ enum Doctor {
         }
         // Second, after the session bus.
         report.checks.insert(backendCheck, at: 1)
+        report.otherIdentities = await environment.otherIdentities()
         return report
     }
 

@@ -16,9 +16,15 @@ protocol DoctorEnvironment: Sendable {
     func backend() async throws(BackendProblem) -> KeychainBackendChoice
     /// The session bus address the client will use, as shown to the user; nil when there is none.
     var busAddress: String? { get }
-    /// The identity a program run here gets without `AppIdentity.set` (``AppIdentity/detected``:
-    /// for the executable fallback, ping-keyring's own path stands for each program's).
+    /// The identity the doctor speaks of: `--app`'s, else the one a program run here gets without
+    /// `AppIdentity.set` (``AppIdentity/detected``: for the executable fallback, ping-keyring's own
+    /// path stands for each program's).
     var appIdentity: AppIdentity { get }
+    /// Other identities' items of the default service when the app (`--app`, or the sandbox's id)
+    /// has none: where an app that moved or started calling `AppIdentity.set` left its items. Nil
+    /// when there is no app, it has items, no other identity has any, or they cannot be listed
+    /// (the checks say why).
+    func otherIdentities() async -> OtherIdentitiesFinding?
     /// The collection the checks use, as shown to the user (`alias 'default'`).
     var collectionDescription: String { get }
     /// Who provides the Secret Service.
@@ -49,6 +55,47 @@ protocol DoctorEnvironment: Sendable {
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem]
 }
 
+/// Items of other identities than the app's, which has none (``DoctorEnvironment/otherIdentities()``).
+struct OtherIdentitiesFinding: Sendable, Equatable {
+    /// The app, which has no item of the service.
+    var app: String
+    var service: String
+    /// Each other identity with items of the service, and their accounts (sorted).
+    var others: [(app: String, accounts: [String])]
+
+    static func == (a: Self, b: Self) -> Bool {
+        a.app == b.app && a.service == b.service && a.others.map(\.app) == b.others.map(\.app)
+            && a.others.map(\.accounts) == b.others.map(\.accounts)
+    }
+
+    /// The finding in `items` (``KeychainIdentities/items(_:)``) for `app`; nil when `app` has an
+    /// item of the service or no other identity has one.
+    init?(app: String, service: String, items: [KeychainIdentities.Item]) {
+        let accounts = items.filter { $0.account != nil }
+        guard !accounts.contains(where: { $0.app == app }) else { return nil }
+        let others = Dictionary(grouping: accounts.filter { $0.app != nil }, by: { $0.app! })
+        guard !others.isEmpty else { return nil }
+        self.init(app: app, service: service, others: others.keys.sorted().map { ($0, Set(others[$0]!.compactMap(\.account)).sorted()) })
+    }
+
+    init(app: String, service: String, others: [(app: String, accounts: [String])]) {
+        (self.app, self.service, self.others) = (app, service, others)
+    }
+
+    /// What the doctor says, and the command that moves them.
+    var text: String {
+        let listed = others.map { "\($0.app) (\($0.accounts.joined(separator: ", ")))" }.joined(separator: "; ")
+        return "\(app) has no items of service \(service), but other identities do: \(listed). If the app used to run "
+            + "under one of them (another path, or before it called AppIdentity.set), `ping-keyring move --from OLD --app \(app)` "
+            + "gives them to it; `ping-keyring apps --app \(app)` lists them."
+    }
+
+    var json: JSONValue {
+        .object([("app", .string(app)), ("service", .string(service)),
+                 ("others", .array(others.map { .object([("app", .string($0.app)), ("accounts", .array($0.accounts.map { .string($0) }))]) }))])
+    }
+}
+
 /// Why the doctor could not learn the backend in use.
 struct BackendProblem: Error, Equatable {
     /// The backend aimed at (in a sandbox, the file keyring whose portal gave no secret); nil
@@ -77,7 +124,17 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
     let settings: KeyringSettings
     let environment: [String: String]
 
-    var appIdentity: AppIdentity { .detected }
+    var appIdentity: AppIdentity {
+        guard let app = settings.scopedApp, app != AppIdentity.detected.id else { return .detected }
+        return AppIdentity(id: app, source: .setByApp)
+    }
+
+    func otherIdentities() async -> OtherIdentitiesFinding? {
+        guard let app = settings.scopedApp else { return nil }
+        let configuration = settings.configuration()
+        guard let items = try? await KeychainIdentities.items(configuration) else { return nil }
+        return OtherIdentitiesFinding(app: app, service: configuration.service, items: items)
+    }
 
     var busAddress: String? {
         if let address = environment["DBUS_SESSION_BUS_ADDRESS"], !address.isEmpty { return address }

@@ -67,9 +67,11 @@ struct DoctorReport: Sendable, Equatable {
     var busAddress: String?
     /// The collection the Secret Service checks use; nil when the file keyring is used.
     var collection: String?
-    /// The identity a program run here gets without `AppIdentity.set` (not a check: it never
-    /// fails, but the executable fallback is warned about).
+    /// The identity a program run here gets without `AppIdentity.set`, or `--app`'s (not a check:
+    /// it never fails, but the executable fallback is warned about).
     var appIdentity: AppIdentity? = nil
+    /// Other identities' items, when the app has none (a warning after the identity).
+    var otherIdentities: OtherIdentitiesFinding? = nil
     var provider: ProviderInfo?
     /// The backend in use and why (in a sandbox whose portal gave no secret, the file keyring
     /// aimed at); nil when the backend setting is unusable.
@@ -91,6 +93,7 @@ struct DoctorReport: Sendable, Equatable {
             ("backend", backend?.json ?? .null),
             ("collection", .string(collection)),
             ("appIdentity", appIdentity.map(Self.json) ?? .null),
+            ("otherIdentities", otherIdentities?.json ?? .null),
             ("provider", provider?.json ?? .null),
             ("checks", .array(checks.map(\.json))),
         ])
@@ -113,7 +116,7 @@ struct DoctorReport: Sendable, Equatable {
         switch identity.source {
         case .executable:
             "each program's own executable path (this one's: \(identity.id)): not in a Flatpak or snap "
-                + "(no FLATPAK_ID, /.flatpak-info or SNAP_NAME); ping-keyring without --app sees every app's items"
+                + "(no /.flatpak-info, not run from a snap); ping-keyring without --app sees every app's items"
         case .flatpak: "\(identity.id) (the Flatpak's id; ping-keyring acts as it without --app)"
         case .snap: "\(identity.id) (the snap's name; ping-keyring acts as it without --app)"
         case .setByApp: "\(identity.id) (set by the app)"
@@ -127,7 +130,8 @@ struct DoctorReport: Sendable, Equatable {
 
     var human: String {
         let identityTitle = "app identity"
-        let width = max(checks.map(\.title.count).max() ?? 0, appIdentity == nil ? 0 : identityTitle.count)
+        let width = max(checks.map(\.title.count).max() ?? 0, appIdentity == nil ? 0 : identityTitle.count,
+                        otherIdentities == nil ? 0 : "other identities".count)
         var text = "ping-keyring doctor (" + (backend?.filePath.map { "file keyring: \($0)" }
             ?? "collection: \(collection ?? "?")") + ")\n"
         for check in checks {
@@ -149,6 +153,9 @@ struct DoctorReport: Sendable, Equatable {
             let fallback = appIdentity.source == .executable
             text += "\(fallback ? "warn" : "ok  ")  \(identityTitle.padded(to: width))  \(Self.appDetail(appIdentity))\n"
             if fallback { text += String(repeating: " ", count: width + 8) + "warning: \(Self.fallbackWarning)\n" }
+        }
+        if let otherIdentities {
+            text += "warn  \("other identities".padded(to: width))  \(otherIdentities.text)\n"
         }
         let failures = checks.filter { $0.status == .fail }.count
         text += failures == 0

@@ -47,4 +47,11 @@ protocol KeyringStore: Sendable {
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>?
     /// ``loadKey(_:by:)`` again, after a save, as cheaply as the store can: the same answer.
     func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>?
+
+    /// The items of `service` and the key items, with their apps (``KeychainIdentities``); no secret read.
+    func identityItems(service: String, by deadline: Deadline) async throws(StorageFailure) -> [KeychainIdentities.Item]
+    /// Gives identity `new` the items of `service` that identity `old` has, but for accounts `new`
+    /// has an item of, and copies `old`'s keys that `new` lacks (``KeychainIdentities/plan(_:from:to:)``).
+    func moveItems(service: String, from old: String, to new: String,
+                   by deadline: Deadline) async throws(StorageFailure) -> KeychainIdentities.Move
 }
