@@ -54,6 +54,18 @@ extension Integration {
             try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).save(item: "x")
             #expect(calls().sorted() == (["CreateItem", "GetAll", "SearchItems", "SearchItems", "SearchItems"] + readBack).sorted(),
                     "save of a new account after a change: the three searches, the collection's lock state, CreateItem: 3")
+
+            // An account with an item no app owns (1.x's): the app's first save creates its own
+            // item beside it, never writing into it (it wrote into it, then added its attributes,
+            // before).
+            let legacy = uniqueAccount()
+            _ = try await SecretServiceClient(bus: configuration.bus).createItem(
+                in: .default, label: "1.x", attributes: ["service": configuration.service, "account": legacy],
+                secret: SecretValue(bytes: Data("\"1.x\"".utf8)), replacing: false)
+            _ = calls()
+            try await KeychainStorage<String>(account: legacy, configuration: configuration).save(item: "own")
+            #expect(calls().sorted() == (["CreateItem", "GetAll", "GetAll", "SearchItems", "SearchItems", "SearchItems"] + readBack).sorted(),
+                    "first save over an item no app owns: the three searches, that item's attributes, the collection's lock state, CreateItem")
         }
     }
 }

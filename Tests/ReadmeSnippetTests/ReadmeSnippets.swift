@@ -122,7 +122,7 @@ try await settings.delete()
 #sourceLocation()
 }
 
-// README.md, the block at line 208
+// README.md, the block at line 210
 enum ReadmeBlock5 {
 static func run() async throws {
 }
