@@ -17,14 +17,27 @@ extension Integration {
         /// app ever returns the other's value; after the round each reads its own, and the item no
         /// app owns is as it was.
         @Test func twoAppsSavingAtOnceOverAnItemNoAppOwnsNeverSeeEachOthersValue() async throws {
+            try await Self.raceRounds(20, storeLegacy: { account, value in
+                try SecretTool.store(label: "\(account) (1.x)", attributes: lookup(account), secret: Data(value.utf8))
+            }, itemsOf: { account in
+                try SecretTool.search(lookup(account)).map { ($0.storedAttributes[AppIdentity.attribute], $0.secret) }
+            }, clear: { account in try SecretTool.clear(lookup(account)) })
+        }
+
+        /// The race of two apps over an item no app owns (`raceRounds`): `storeLegacy` writes that
+        /// item, `itemsOf` lists an account's items (app, secret) as a client we did not write sees
+        /// them, `clear` removes them.
+        static func raceRounds(_ rounds: Int, storeLegacy: (String, String) async throws -> Void,
+                               itemsOf: (String) async throws -> [(app: String?, secret: String)],
+                               clear: (String) async throws -> Void) async throws {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("race-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: directory) }
             var polledReads = 0
-            for round in 0..<20 {
+            for round in 0..<rounds {
                 let account = uniqueAccount() + "-\(round)"
                 let legacy = "\"legacy-\(round)\""
-                try SecretTool.store(label: "\(account) (1.x)", attributes: lookup(account), secret: Data(legacy.utf8))
+                try await storeLegacy(account, legacy)
                 let (valueA, valueB) = ("A-\(round)", "B-\(round)")
                 let stop = directory.appendingPathComponent("stop-\(round)").path
                 async let poller = run(Harness.probePath, ["poll", account, stop, Self.appA, Self.appB], timeout: 60)
@@ -47,14 +60,12 @@ extension Integration {
                 #expect(try await AppIdentities.app(Self.appA, ["get", account]).output == valueA + "\n", "round \(round)")
                 #expect(try await AppIdentities.app(Self.appB, ["get", account]).output == valueB + "\n", "round \(round)")
 
-                let items = try SecretTool.search(lookup(account))
-                let unowned = items.filter { $0.storedAttributes[AppIdentity.attribute] == nil }
-                #expect(unowned.count == 1 && unowned.first?.secret == legacy && unowned.first?.label == "\(account) (1.x)",
-                        "round \(round): the item no app owns, untouched: \(SecretTool.describeItems(matching: lookup(account)))")
-                #expect(Set(items.compactMap { $0.storedAttributes[AppIdentity.attribute] }) == [Self.appA, Self.appB], "round \(round)")
-                try SecretTool.clear(lookup(account))
+                let items = try await itemsOf(account)
+                #expect(items.filter { $0.app == nil }.map(\.secret) == [legacy], "round \(round): the item no app owns, untouched: \(items)")
+                #expect(Set(items.compactMap(\.app)) == [Self.appA, Self.appB] && items.count == 3, "round \(round): \(items)")
+                try await clear(account)
             }
-            #expect(polledReads >= 20 * 4, "the poller read during the rounds")
+            #expect(polledReads >= rounds * 4, "the poller read during the rounds")
         }
 
         /// After the app has saved, an item no app owns that is newer (Python keyring's, or
