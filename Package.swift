@@ -3,18 +3,6 @@
 // the freedesktop Secret Service (D-Bus through GLib's GDBus, the transport encryption on libgcrypt).
 import PackageDescription
 
-/// The library's and its programs' Swift settings: concrete generic types (a dictionary keyed by
-/// a path, a waiter of a reply) are reached through the compiler's metadata accessors, which are
-/// handed their conformances, instead of by mangled name, which makes the runtime look each
-/// conformance up on first use by scanning every conformance record of every loaded image
-/// (about 5,700 with Foundation, some 70 µs each time): 32 of a cold read's 41 lookups, about
-/// 0.5–0.7 ms of it (benchmark/README.md, issue 23). SwiftPM accepts unsafe flags in a dependency
-/// from 6.2 on, when the dependency's manifest says 6.2 or later: hence the tools version (a test
-/// checks that a versioned dependency on the package is accepted).
-let firstUseSettings: [SwiftSetting] = [
-    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"]),
-]
-
 let package = Package(
     name: "PingStorage",
     platforms: [.macOS(.v15)],
@@ -26,7 +14,7 @@ let package = Package(
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
     ],
     targets: [
-        // Layer 1: GLib and GIO as the one Clang module SecretService imports, with the pkg-config
+        // Layer 1: GLib and GIO as the one Clang module DBusTransport imports, with the pkg-config
         // flags it builds with (a system library: it declares nothing of its own).
         .systemLibrary(
             name: "CGLib",
@@ -38,37 +26,42 @@ let package = Package(
         // Imported by Gcrypt only.
         .target(name: "CGcrypt", linkerSettings: [.linkedLibrary("gcrypt")]),
         // The package's one lock type.
-        .target(name: "Locking", swiftSettings: firstUseSettings),
+        .target(name: "Locking"),
         // The one Swift layer over CGcrypt (whether libgcrypt is usable, the one AES key type,
         // hashes, HMAC, PBKDF2, random bytes, the session key exchange) and the one secret-memory
         // policy (SecretBytes: locked, left out of core dumps, wiped; a non-dumpable process).
         // PingStorageCrypto, FileKeyring and SecretService all build on it.
-        .target(name: "Gcrypt", dependencies: ["CGcrypt", "Locking"], swiftSettings: firstUseSettings),
+        .target(name: "Gcrypt", dependencies: ["CGcrypt", "Locking"]),
         // The package's async toolkit: one waiter (OneShot), deadlines kept by one timer per
         // executor, shared work and remembered reads. Where waits end is given by its user: the
         // GLib loop thread for SecretService, a light queue for the rest. No D-Bus, no Ping names.
-        .target(name: "Waiting", dependencies: ["Locking"], swiftSettings: firstUseSettings),
+        .target(name: "Waiting", dependencies: ["Locking"]),
         // The TPM 2.0 calls SecuredKey needs, in C over tpm2-tss's headers (Debian: libtss2-dev);
         // tpm2-tss itself is loaded with dlopen only when a TPM is used, so nothing links it.
         .target(name: "CTPM"),
         // The Swift layer over CTPM: which connection (TCTI) to use, and every TPM command on a
         // thread of its own with a deadline. No key storage, no Ping names.
-        .target(name: "TPM", dependencies: ["CTPM", "CGLib", "Gcrypt", "Locking", "Waiting"], swiftSettings: firstUseSettings),
+        .target(name: "TPM", dependencies: ["CTPM", "DBusTransport", "Gcrypt", "Locking", "Waiting"]),
         // AES-256-GCM and the versioned envelope format; no D-Bus, no key storage.
-        .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"], swiftSettings: firstUseSettings),
-        // Layer 2: an async Swift client of org.freedesktop.secrets. Knows nothing about Ping.
-        .target(name: "SecretService", dependencies: ["CGLib", "Gcrypt", "Locking", "Waiting"], swiftSettings: firstUseSettings),
+        .target(name: "PingStorageCrypto", dependencies: ["Gcrypt", "Locking"]),
+        // Layer 2: the D-Bus transport, the only importer of CGLib: connections, the loop thread,
+        // messages, variants, object paths and the routing of replies and signals. No protocol of
+        // its own: SecretService, the Secret portal and the TPM's name check stand on it.
+        .target(name: "DBusTransport", dependencies: ["CGLib", "Locking", "Waiting"]),
+        // An async Swift client of org.freedesktop.secrets (and of the Secret portal), on the
+        // transport. Knows nothing about Ping.
+        .target(name: "SecretService", dependencies: ["DBusTransport", "Gcrypt", "Locking", "Waiting"]),
         // Layer 3: the iOS-compatible Storage API.
         // The Ping SDK's logger (PingLogger) with a systemd-journal/stderr StandardLogger.
-        .target(name: "PingLogger", dependencies: ["Locking"], swiftSettings: firstUseSettings),
-        .target(name: "PingStorage", dependencies: ["SecretService", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger", "TPM"], swiftSettings: firstUseSettings),
-        .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"], swiftSettings: firstUseSettings),
+        .target(name: "PingLogger", dependencies: ["Locking"]),
+        .target(name: "PingStorage", dependencies: ["SecretService", "DBusTransport", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger", "TPM"]),
+        .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // The command-line tool: a small library of testable pieces and a thin executable.
-        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"], swiftSettings: firstUseSettings),
-        .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"], swiftSettings: firstUseSettings),
+        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
+        .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
         // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.
-        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking"], exclude: ["FORMAT.md"], swiftSettings: firstUseSettings),
+        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking"], exclude: ["FORMAT.md"]),
         // Test support, in TestSupport/: the second processes the tests start, and the README's
         // snippet generator. Not part of the library or its programs.
         // keychain-probe: KeychainStorage as an app uses it (interop, two writers, no bus, threads).
@@ -97,17 +90,19 @@ let package = Package(
         .executableTarget(name: "readme-snippets", path: "TestSupport/readme-snippets"),
 
         .testTarget(name: "GcryptTests", dependencies: ["Gcrypt"]),
-        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "Gcrypt", "Waiting"]),
-        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "FileKeyring", "Locking", "Waiting", "keychain-probe"]),
+        .testTarget(name: "WaitingTests", dependencies: ["Waiting"]),
+        .testTarget(name: "DBusTransportTests", dependencies: ["DBusTransport", "CGLib", "Locking", "Waiting"]),
+        .testTarget(name: "SecretServiceTests", dependencies: ["SecretService", "DBusTransport", "CGLib", "Gcrypt", "Waiting"]),
+        .testTarget(name: "PingStorageTests", dependencies: ["PingStorage", "DBusTransport", "FileKeyring", "Locking", "Waiting", "keychain-probe"]),
         .testTarget(name: "PingStorageCryptoTests", dependencies: ["PingStorageCrypto"]),
         // SecuredKey without a TPM (tpm-probe), its ECIES format and the TPM connection choice.
         .testTarget(name: "TPMTests", dependencies: ["PingStorage", "TPM", "Gcrypt", "tpm-probe"]),
-        .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore"]),
+        .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore", "DBusTransport"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger", "log-probe"]),
         .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "Gcrypt", "CGLib", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["PingStorage", "SecretService", "FileKeyring", "CGLib", "Gcrypt", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe", "TPM", "tpm-probe"]
+            dependencies: ["PingStorage", "SecretService", "DBusTransport", "FileKeyring", "CGLib", "Gcrypt", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe", "TPM", "tpm-probe"]
         ),
         // The shell harness (dbus-test/install-deps, dbus-test/run) against stub package managers.
         .testTarget(name: "HarnessTests"),

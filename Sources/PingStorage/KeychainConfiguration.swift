@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 public import SecretService
+public import DBusTransport
 
 /// Where and how ``KeychainStorage`` keeps items: in the Secret Service, or inside a Flatpak
 /// sandbox in the app's file keyring (Linux only; iOS has no counterpart).

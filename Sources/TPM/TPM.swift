@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import CGLib
+internal import DBusTransport
 internal import CTPM
 import Gcrypt
 import Locking
@@ -182,7 +182,7 @@ package enum TPM {
         _ operation: String, _ body: @escaping @Sendable (OpaquePointer) -> Result<Value, TPMError>
     ) -> Result<Value, TPMError> {
         thread.run(operation, timeout: timeout) {
-            withPrivateMainContext { connected(operation, body) }
+            BlockingBus.withPrivateMainContext { connected(operation, body) }
         }
     }
 
@@ -192,24 +192,8 @@ package enum TPM {
         _ operation: String, by deadline: Deadline, _ body: @escaping @Sendable (OpaquePointer) -> Result<Value, TPMError>
     ) async -> Result<Value, TPMError> {
         await thread.run(operation, deadline: min(deadline, Deadline(timeout: timeout))) {
-            withPrivateMainContext { connected(operation, body) }
+            BlockingBus.withPrivateMainContext { connected(operation, body) }
         }
-    }
-
-    /// Runs `body` with a GLib main context of its own as the thread's default, then dispatches
-    /// what is left on it and drops it. tpm2-abrmd's TCTI and ``TPMChoice``'s probe use GDBus,
-    /// which attaches its sources (a closed connection's signal, a proxy's subscriptions) to the
-    /// thread-default context when there is one, and to the application's global default context
-    /// otherwise: a GTK app would then run them on its main loop.
-    private static func withPrivateMainContext<Value>(_ body: () -> Value) -> Value {
-        let context = g_main_context_new()
-        g_main_context_push_thread_default(context)
-        defer {
-            while g_main_context_iteration(context, 0) != 0 {}
-            g_main_context_pop_thread_default(context)
-            g_main_context_unref(context)
-        }
-        return body()
     }
 
     /// The body of ``run(_:_:)``, on the TPM thread.

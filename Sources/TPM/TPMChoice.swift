@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-internal import CGLib
+internal import DBusTransport
 
 /// Which TPM connection (tpm2-tss TCTI) to use, chosen explicitly: tpm2-tss's own loader tries
 /// several in turn and logs an error for each one missing on a machine without a TPM.
@@ -89,8 +89,9 @@ package enum TPMChoice: Sendable, Equatable {
     }
 
     /// Whether tpm2-abrmd's bus name (`bus_name`, default `com.intel.tss2.Tabrmd`) has an owner on
-    /// the bus of `bus_type` (default system) of a tabrmd TCTI configuration. Asked with GDBus on a
-    /// private connection, closed afterwards; false when the bus cannot be reached.
+    /// the bus of `bus_type` (default system) of a tabrmd TCTI configuration. Asked on a private
+    /// connection closed afterwards (``BlockingBus/nameHasOwner(_:onBusAt:timeout:)``: it blocks
+    /// the calling thread, the TPM's, for 2 s at most); false when the bus cannot be reached.
     package static func tabrmdOwnsItsName(_ configuration: String) -> Bool {
         var busType = "system", busName = "com.intel.tss2.Tabrmd"
         for pair in configuration.split(separator: ",") {
@@ -106,25 +107,6 @@ package enum TPMChoice: Sendable, Equatable {
         default: address = nil
         }
         guard let address, !address.isEmpty else { return false }
-        // No socket at a plain unix:path address: no bus, and no need for GDBus to say so.
-        if address.hasPrefix("unix:path="), !address.contains(","), access(String(address.dropFirst(10)), F_OK) != 0 {
-            return false
-        }
-        let flags = GDBusConnectionFlags(rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
-                                         | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-        guard let connection = g_dbus_connection_new_for_address_sync(address, flags, nil, nil, nil) else { return false }
-        defer {
-            g_dbus_connection_close_sync(connection, nil, nil)
-            g_object_unref(UnsafeMutableRawPointer(connection))
-        }
-        var arguments = [g_variant_new_string(busName)]
-        let parameters = arguments.withUnsafeMutableBufferPointer { g_variant_new_tuple($0.baseAddress, 1) }
-        guard let reply = g_dbus_connection_call_sync(
-            connection, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameHasOwner",
-            parameters, nil, G_DBUS_CALL_FLAGS_NO_AUTO_START, 2000, nil, nil) else { return false }
-        defer { g_variant_unref(reply) }
-        guard let value = g_variant_get_child_value(reply, 0) else { return false }
-        defer { g_variant_unref(value) }
-        return g_variant_get_boolean(value) != 0
+        return BlockingBus.nameHasOwner(busName, onBusAt: address, timeout: .seconds(2))
     }
 }

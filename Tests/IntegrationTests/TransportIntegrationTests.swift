@@ -1,4 +1,5 @@
 internal import CGLib
+import DBusTransport
 import Foundation
 import PingStorage
 import SecretService

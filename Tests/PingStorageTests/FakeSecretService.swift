@@ -1,3 +1,4 @@
+import DBusTransport
 import Foundation
 import Locking
 import SecretService

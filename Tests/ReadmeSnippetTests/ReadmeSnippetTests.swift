@@ -82,10 +82,9 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(pins.contains("\"version\" : \"\(current)\""), "resolved to another version: \(pins)")
     }
 
-    /// This commit, depended on by version as README.md shows, passes SwiftPM's check of a
-    /// dependency's unsafe flags (`firstUseSettings` in Package.swift): SwiftPM refuses them in a
-    /// versioned dependency whose manifest says a tools version before 6.2 ("contains unsafe build
-    /// flags"), and `swift package resolve` alone does not load the graph that far.
+    /// This commit, depended on by version as README.md shows, loads as a versioned dependency:
+    /// SwiftPM refuses unsafe flags in one ("contains unsafe build flags"; the manifest takes none),
+    /// and `swift package resolve` alone does not load the graph that far.
     @Test func aVersionedDependencyOnThisCommitIsAccepted() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("versioned-dependency-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Gcrypt
+import DBusTransport
 @testable import SecretService
 
 /// The transport encryption of dh-ietf1024-sha256-aes128-cbc-pkcs7 sessions, without D-Bus:

@@ -1,5 +1,6 @@
 import Locking
 import SecretService
+import DBusTransport
 import Waiting
 
 /// Decides, once per process and configuration, which store (``KeyringStore``) holds the items: at once from a

@@ -1,4 +1,5 @@
 import Waiting
+import DBusTransport
 
 // The first run: a keyring service with no default collection (a freshly activated gnome-keyring
 // has only its in-memory `session` collection) gets one, created through the provider, as libsecret

@@ -1,4 +1,5 @@
 import Waiting
+import DBusTransport
 /// Runs Secret Service prompts: the one place a prompt is shown, waited for and dismissed.
 ///
 /// The client listens for `Completed` before it calls `Prompt` (no race with a prompt that
@@ -16,14 +17,13 @@ enum Prompts {
         guard path != .none else { return nil }
         SecretServiceDiagnostics.report(.info, "\(operation): the keyring service shows a prompt (\(path))")
         let started = ContinuousClock.now
-        let router = session.bus.router
+        let bus = session.bus
         let waiter = OneShot<Variant, SecretServiceError>(operation: operation, deadline: deadline)
         let completed: Variant
         do throws(SecretServiceError) {
             completed = try await waiter.value { waiter in
-                let signal = SignalRouter.AwaitedSignal(sender: session.owner, interface: "org.freedesktop.Secret.Prompt",
-                                                        member: "Completed", operation: operation) { waiter.finish($0) }
-                guard router.awaitSignal(signal, on: path, fromProvider: true) else {
+                guard bus.awaitSignal("Completed", of: "org.freedesktop.Secret.Prompt", on: path, from: session.owner, fromProvider: true,
+                                      operation: operation, deliver: { waiter.finish($0) }) else {
                     waiter.finish(.failure(.disconnected(operation, detail: "the keyring service changed before its prompt ran")))
                     return
                 }
@@ -35,8 +35,8 @@ enum Prompts {
                     if case .failure(let error) = reply { waiter.finish(.failure(error)) }
                 }
                 waiter.onEnd { result in
-                    router.stopAwaiting(on: path)
-                    if let serial { router.forget(serial: serial) }
+                    bus.stopAwaiting(on: path)
+                    if let serial { bus.forget(serial: serial) }
                     guard case .failure(let error) = result, error.code == .timedOut || error.code == .cancelled else { return }
                     LoopThread.shared.assertCurrent("deadlines and cancellations end on the loop thread")
                     SecretServiceDiagnostics.report(.warning, "\(operation): the prompt was not answered (\(error.code)); dismissing it")

@@ -1,4 +1,5 @@
 import Waiting
+import DBusTransport
 /// What providers do that the Secret Service specification does not say, and how the client copes:
 /// the one place for it. Each entry names the provider and version it was seen with (see
 /// dbus-test/providers/PROVIDERS.md), and what would let it go.
@@ -13,7 +14,7 @@ enum ProviderQuirks {
     /// rejects a client public key shorter than 128 bytes (ours are always padded to 128), and it
     /// derives its key from a shared secret that starts with a zero byte with that byte dropped,
     /// where libsecret, gnome-keyring and KeePassXC keep it (such a session is never used).
-    static func openSession(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
+    static func openSession(on bus: ProviderBus, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
         var plainSessions = 0
         while true {
             let session = try await SessionCrypto.open(on: bus, owner: owner, deadline: deadline)

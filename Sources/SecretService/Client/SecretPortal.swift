@@ -2,6 +2,7 @@ import Waiting
 #if canImport(Glibc)
 import Glibc
 #endif
+import DBusTransport
 
 /// The Secret portal of a sandbox (`org.freedesktop.portal.Secret`), which hands a sandboxed app
 /// the master secret of its own file keyring, the way libsecret and oo7 use it inside Flatpak.
@@ -23,10 +24,10 @@ extension SecretServiceClient {
         let portal = try await portalOwner(bus, operation, deadline)
         let token = "secretservice_\(UInt64.random(in: 0...UInt64.max))"
         let sender = String(bus.uniqueName.dropFirst().map { $0 == "." ? "_" : $0 })
-        let request = try ObjectPath("/org/freedesktop/portal/desktop/request/\(sender)/\(token)")
+        let request = try ObjectPath(checking: "/org/freedesktop/portal/desktop/request/\(sender)/\(token)")
         // Routed to us only with a match rule; sent before the call, so it is in place first.
-        bus.sendWithoutReply(.bus(member: "AddMatch", arguments: .tuple([.string(
-            "type='signal',sender='\(portal)',interface='org.freedesktop.portal.Request',member='Response',path='\(request)'")])))
+        bus.connection.addMatch(
+            "type='signal',sender='\(portal)',interface='org.freedesktop.portal.Request',member='Response',path='\(request)'")
 
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else {
@@ -38,12 +39,10 @@ extension SecretServiceClient {
         _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
         let secret = PipeReader(descriptor: ends[0], operation: operation, deadline: deadline)
         let response = OneShot<Variant, SecretServiceError>(operation: operation, deadline: deadline)
-        let router = bus.router
-        let awaited = SignalRouter.AwaitedSignal(sender: portal, interface: "org.freedesktop.portal.Request",
-                                                 member: "Response", operation: operation) { response.finish($0) }
-        _ = router.awaitSignal(awaited, on: request, fromProvider: false)
-        response.onEnd { _ in router.stopAwaiting(on: request) }
-        var call = MethodCall(destination: portal, path: try ObjectPath("/org/freedesktop/portal/desktop"),
+        _ = bus.awaitSignal("Response", of: "org.freedesktop.portal.Request", on: request, from: portal, fromProvider: false,
+                            operation: operation, deliver: { response.finish($0) })
+        response.onEnd { _ in bus.stopAwaiting(on: request) }
+        var call = MethodCall(destination: portal, path: ObjectPath(trusted: "/org/freedesktop/portal/desktop"),
                               interface: "org.freedesktop.portal.Secret", member: "RetrieveSecret",
                               arguments: .tuple([.handle(0), .properties(["handle_token": .string(token)])]))
         call.fileDescriptors = [ends[1]]
@@ -65,7 +64,7 @@ extension SecretServiceClient {
         }
         let answer: Variant
         do throws(SecretServiceError) {
-            answer = try await response.value().expecting("(ua{sv})", in: operation)
+            answer = try await response.value().checked("(ua{sv})", in: operation)
         } catch {
             secret.cancel()
             throw error
@@ -84,7 +83,7 @@ extension SecretServiceClient {
     }
 
     /// The portal process's unique name, starting it when the bus can.
-    private func portalOwner(_ bus: BusConnection, _ operation: String, _ deadline: Deadline) async throws(SecretServiceError) -> String {
+    private func portalOwner(_ bus: ProviderBus, _ operation: String, _ deadline: Deadline) async throws(SecretServiceError) -> String {
         do {
             return try await bus.owner(of: "org.freedesktop.portal.Desktop", operation: operation, deadline: deadline)
         } catch where error.code == .noSecretService {

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Waiting
+import DBusTransport
 
 extension SecretServiceClient {
     /// Finds items whose attributes include all of `attributes`, whatever their `xdg:schema` (so
@@ -170,7 +171,7 @@ extension SecretServiceClient {
                                                    .tuple([try crypto.encode(secret)]),
                                                    operation: operation, deadline: deadline)
                     }
-                    return CreatedItem(path: existing, changeToken: session.bus.router.token)
+                    return CreatedItem(path: existing, changeToken: session.bus.token)
                 }
             }
             try await ensureUnlocked(collection: collectionPath, session, deadline, operation: operation)
@@ -213,10 +214,10 @@ extension SecretServiceClient {
                     guard prompt != .none else { return reply.token }
                     _ = try await promptIfAllowed(prompt, resultType: "*", session, deadline, operation: operation, refusal:
                         .locked(operation, promptsAllowed: false, detail: "deleting \(path) needs a prompt"))
-                    return session.bus.router.token
+                    return session.bus.token
                 }
             } catch where error.code == .itemNotFound {
-                return session.bus.router.token
+                return session.bus.token
             }
         }
     }

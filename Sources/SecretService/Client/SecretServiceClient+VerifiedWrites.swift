@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Waiting
+import DBusTransport
 
 // Writes that are read back where a provider can store something else than what was sent
 // (ProviderQuirks.verifiesWrites): the one place that checks them and writes them again, with
@@ -84,7 +85,7 @@ extension SecretServiceClient {
         if prompt != .none {
             itemPath = try await promptIfAllowed(prompt, resultType: "o", session, deadline, operation: operation, refusal:
                 .locked(operation, promptsAllowed: false, detail: "creating an item in \(collectionPath) needs a prompt"))?.string ?? "/"
-            token = session.bus.router.token
+            token = session.bus.token
         }
         guard let created = try? ItemPath(itemPath) else {
             throw .protocolError(operation, detail: "CreateItem returned \(itemPath)")

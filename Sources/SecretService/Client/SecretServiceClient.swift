@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Waiting
+import DBusTransport
 
 /// An asynchronous client of the freedesktop Secret Service (`org.freedesktop.secrets`): GNOME
 /// Keyring, KWallet, KeePassXC.
@@ -96,15 +97,15 @@ public final class SecretServiceClient: Sendable {
 
     /// The D-Bus methods this client's connection called since the last time this was asked (the
     /// last 256 at most): for tests that pin how many round trips an operation costs.
-    package func takeCallLog() -> [String] { link.connection?.router.takeCallLog() ?? [] }
+    package func takeCallLog() -> [String] { link.connection?.takeCallLog() ?? [] }
 
     /// Whether the open connection would make GLib raise SIGTERM when the bus closes (nil when
     /// none is open). For tests.
-    package var connectionExitsOnClose: Bool? { link.connection?.exitsOnClose }
+    package var connectionExitsOnClose: Bool? { link.connection?.connection.exitsOnClose }
 
     /// The change token of the open connection now, without any D-Bus traffic; nil when no
     /// connection is open (then anything may have changed).
-    public var currentChangeToken: ChangeToken? { link.connection.map { $0.router.token } }
+    public var currentChangeToken: ChangeToken? { link.connection.map { $0.token } }
 
     // MARK: The service
 

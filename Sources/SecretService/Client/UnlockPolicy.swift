@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import Waiting
+import DBusTransport
 
 // The unlock policy (the table in SecretServiceClient's documentation) and the collection look-ups
 // it needs: the one place that decides when something is unlocked and how.

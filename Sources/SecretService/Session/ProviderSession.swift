@@ -1,3 +1,4 @@
+import DBusTransport
 import Locking
 import Waiting
 #if canImport(Glibc)
@@ -14,7 +15,7 @@ import Glibc
 /// carry a secret wait for it (``transport(deadline:)``), so a first `get` resolves the alias and
 /// searches while the keys are made.
 final class ProviderSession: Sendable {
-    let bus: BusConnection
+    let bus: ProviderBus
     let owner: String
     private let processID: UInt32?
     private let userID: UInt32
@@ -29,7 +30,7 @@ final class ProviderSession: Sendable {
     private let negotiated = Locked<SessionCrypto?>(nil)
     private let negotiation = SharedWork<SessionCrypto, SecretServiceError>(timekeeper: LoopThread.timekeeper)
 
-    private init(bus: BusConnection, owner: String, processID: UInt32?, userID: UInt32) {
+    private init(bus: ProviderBus, owner: String, processID: UInt32?, userID: UInt32) {
         self.bus = bus
         self.owner = owner
         self.processID = processID
@@ -52,7 +53,7 @@ final class ProviderSession: Sendable {
 
     /// Whether calls may still go through this session: the connection is open and the bus has
     /// not reported another owner since.
-    var isCurrent: Bool { !bus.isClosed && bus.router.owner == owner }
+    var isCurrent: Bool { !bus.isClosed && bus.traffic.owner == owner }
 
     /// The transport session: the one being negotiated (joined), or a new negotiation when the
     /// last one failed.
@@ -104,7 +105,7 @@ final class ProviderSession: Sendable {
     /// A collection's lock state, if it was read while nothing changed since (`Collection…`
     /// signals, which announce lock changes, move the token).
     func knownLockState(of collection: ObjectPath) -> Bool? {
-        let now = bus.router.token
+        let now = bus.token
         return lockStates.withLock { states in
             guard let known = states[collection], now.isUnchanged(since: known.token) else { return nil }
             return known.locked
@@ -118,9 +119,8 @@ final class ProviderSession: Sendable {
     /// Finds the provider on `bus` and checks that it runs as our user; the transport is then
     /// negotiated in the background (``startNegotiating(deadline:)``).
     /// - Throws: `.noSecretService`, `.untrustedProvider`, `.protocolError`, connection errors.
-    static func open(on bus: BusConnection, deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
-        let owner = try await bus.owner(of: "org.freedesktop.secrets", recordingOwner: true,
-                                        operation: "find the keyring service", deadline: deadline)
+    static func open(on bus: ProviderBus, deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
+        let owner = try await bus.owner(of: "org.freedesktop.secrets", operation: "find the keyring service", deadline: deadline)
         let credentials = try await bus.call(
             .bus(member: "GetConnectionCredentials", arguments: .tuple([.string(owner)])),
             operation: "identify the keyring service", phase: .findingProvider, deadline: deadline
@@ -156,7 +156,7 @@ final class ProviderSession: Sendable {
 final class ProviderLink: Sendable {
     let bus: BusAddress
     private struct State {
-        var connection: BusConnection?
+        var connection: ProviderBus?
         var session: ProviderSession?
     }
     private let state = Locked(State())
@@ -173,8 +173,8 @@ final class ProviderLink: Sendable {
             if let previous, previous.isCurrent { return previous }
             let started = ContinuousClock.now
             let connection = self.state.withLock { state in state.connection.flatMap { $0.isClosed ? nil : $0 } }
-            let bus: BusConnection
-            if let connection { bus = connection } else { bus = try await BusConnection.open(self.bus, deadline: deadline) }
+            let bus: ProviderBus
+            if let connection { bus = connection } else { bus = try await ProviderBus.open(self.bus, deadline: deadline) }
             self.state.withLock { $0.connection = bus }
             let session: ProviderSession
             do throws(SecretServiceError) {
@@ -191,9 +191,9 @@ final class ProviderLink: Sendable {
     }
 
     /// The open bus connection, or a new one (without a Secret Service session: for the portal).
-    func busConnection(deadline: Deadline) async throws(SecretServiceError) -> BusConnection {
+    func busConnection(deadline: Deadline) async throws(SecretServiceError) -> ProviderBus {
         if let open = state.withLock({ $0.connection }), !open.isClosed { return open }
-        let opened = try await BusConnection.open(bus, deadline: deadline)
+        let opened = try await ProviderBus.open(bus, deadline: deadline)
         return state.withLock { state in
             if let open = state.connection, !open.isClosed { return open }
             state.connection = opened
@@ -210,5 +210,5 @@ final class ProviderLink: Sendable {
     }
 
     /// The connection, if one is open (for diagnostics and change tokens).
-    var connection: BusConnection? { state.withLock { $0.connection } }
+    var connection: ProviderBus? { state.withLock { $0.connection } }
 }

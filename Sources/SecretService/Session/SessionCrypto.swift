@@ -5,6 +5,7 @@ import Foundation
 #endif
 internal import Gcrypt
 import Waiting
+import DBusTransport
 
 /// A transport session with one provider process: how secrets travel in the `(oayays)`
 /// structure. Negotiated with OpenSession on the client's own connection:
@@ -41,7 +42,7 @@ final class SessionCrypto: Sendable {
     /// another opened, so a secret is never sent under a key the provider may not share.
     /// - Throws: the provider's refusal, `.protocolError` for a malformed answer, `.timedOut`,
     ///   `.cancelled`, `.disconnected`.
-    static func open(on bus: BusConnection, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
+    static func open(on bus: ProviderBus, owner: String, deadline: Deadline) async throws(SecretServiceError) -> SessionCrypto {
         let operation = "open a session with the keyring"
         if let reason = Libgcrypt.unavailabilityReason { throw .localCrypto(operation, detail: reason) }
         for _ in 0..<4 {
@@ -78,7 +79,7 @@ final class SessionCrypto: Sendable {
         throw .protocolError(operation, detail: "four sessions in a row had a shared secret starting with a zero byte")
     }
 
-    private static func openSession(on bus: BusConnection, owner: String, _ algorithm: String, _ input: Argument,
+    private static func openSession(on bus: ProviderBus, owner: String, _ algorithm: String, _ input: Argument,
                                     operation: String, deadline: Deadline) async throws(SecretServiceError) -> Reply {
         try await bus.call(MethodCall(destination: owner, path: .service, interface: "org.freedesktop.Secret.Service",
                                       member: "OpenSession", arguments: .tuple([.string(algorithm), input])),
@@ -87,11 +88,11 @@ final class SessionCrypto: Sendable {
 
     /// Closes the session on the provider (not waiting for the answer): a session the client
     /// will not use is never left open.
-    func close(on bus: BusConnection, owner: String) {
+    func close(on bus: ProviderBus, owner: String) {
         Self.close(path, on: bus, owner: owner)
     }
 
-    private static func close(_ path: ObjectPath, on bus: BusConnection, owner: String) {
+    private static func close(_ path: ObjectPath, on bus: ProviderBus, owner: String) {
         bus.sendWithoutReply(MethodCall(destination: owner, path: path, interface: "org.freedesktop.Secret.Session", member: "Close"))
     }
 

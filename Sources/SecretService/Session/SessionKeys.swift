@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 internal import Gcrypt
+import DBusTransport
 
 // The session's key exchange and key, from the package's one libgcrypt layer (the Gcrypt
 // module's `DHPair` and `AESKey`), in the shapes the session speaks: D-Bus values and Data.

@@ -1,4 +1,4 @@
-internal import CGLib
+import DBusTransport
 
 /// Where in its life a call failed: the same D-Bus error means different things while looking
 /// for the provider (ServiceUnknown: there is none) and later (ServiceUnknown: the provider we
@@ -13,19 +13,38 @@ enum CallPhase: Sendable {
 }
 
 extension SecretServiceError {
-    /// The one translation of what the C side reports (a `GError`, or an error reply read by the
-    /// transport) into a ``SecretServiceError``, with a catch-all. Everything above the C
-    /// boundary sees only its result.
-    static func translating(_ error: CapturedError, operation: String, phase: CallPhase) -> SecretServiceError {
-        let name = error.remoteName
-        let detail = error.developerText
+    /// The one translation of what the transport reports (``BusError``: what the bus or the
+    /// provider answered, or why no answer came) into a ``SecretServiceError``, for the phase of
+    /// the call. Everything above the transport sees only its result.
+    static func translating(_ error: BusError, phase: CallPhase, timeout: Duration? = nil) -> SecretServiceError {
+        let operation = error.operation
+        switch error.code {
+        case .remote:
+            return translatingRemote(name: error.remoteName ?? "org.freedesktop.DBus.Error.Failed", text: error.text,
+                                     operation: operation, phase: phase)
+        case .timedOut:
+            let timedOut = timeout.map { SecretServiceError.timedOut(operation, after: $0) }
+                ?? SecretServiceError(.timedOut, operation: operation, message: "The keyring did not answer.",
+                                      recovery: "Check that the keyring service is running, then try again.")
+            return timedOut.with(detail: error.text)
+        case .cancelled: return .cancelled(operation)
+        case .closed: return .disconnected(operation, detail: error.text)
+        case .noBus: return .noSessionBus(operation, detail: error.text)
+        case .unexpectedReply: return .protocolError(operation, detail: error.text)
+        case .failed: return .providerError(operation, detail: error.text, dbusErrorName: nil)
+        }
+    }
+
+    /// An error reply named `name`, with its `text`.
+    private static func translatingRemote(name: String, text: String, operation: String, phase: CallPhase) -> SecretServiceError {
+        let detail = "\(text) (\(name))"
         // Providers name a session they forgot in their own ways, so it is recognised by its text
         // first, whatever the error's name: gnome-keyring "The session does not exist", KWallet
         // "Can't find session" (InvalidObjectPath from CreateItem, UnknownObject from SetSecret,
         // which is not an item that is gone). A new session fixes it.
-        let text = error.message.lowercased()
-        if text.contains("session"),
-           text.contains("does not exist") || text.contains("no such session") || text.contains("find session") {
+        let lowered = text.lowercased()
+        if lowered.contains("session"),
+           lowered.contains("does not exist") || lowered.contains("no such session") || lowered.contains("find session") {
             return .disconnected(operation, detail: "the provider no longer knows our session: \(detail)", dbusErrorName: name)
         }
         switch name {
@@ -43,7 +62,7 @@ extension SecretServiceError {
             return .itemNotFound(operation, detail: detail, dbusErrorName: name)
         case "org.freedesktop.Secret.Error.IsLocked":
             return SecretServiceError.locked(operation, promptsAllowed: true, detail: detail).with(dbusErrorName: name)
-        case "org.freedesktop.DBus.Error.NoReply" where error.message.contains("disconnected"):
+        case "org.freedesktop.DBus.Error.NoReply" where text.contains("disconnected"):
             // "Message recipient disconnected from message bus without replying": it died mid-call.
             return .disconnected(operation, detail: detail, dbusErrorName: name)
         case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
@@ -54,23 +73,6 @@ extension SecretServiceError {
         case "org.freedesktop.DBus.Error.Disconnected":
             return .disconnected(operation, detail: detail, dbusErrorName: name)
         default:
-            break
-        }
-        switch error.domain {
-        case .io:
-            switch error.code {
-            case Int32(G_IO_ERROR_CANCELLED.rawValue):
-                return .cancelled(operation)
-            case Int32(G_IO_ERROR_TIMED_OUT.rawValue):
-                return SecretServiceError(.timedOut, operation: operation, message: "The keyring did not answer.",
-                                          recovery: "Check that the keyring service is running, then try again.", detail: detail)
-            case Int32(G_IO_ERROR_CLOSED.rawValue), Int32(G_IO_ERROR_BROKEN_PIPE.rawValue),
-                 Int32(G_IO_ERROR_CONNECTION_CLOSED.rawValue):
-                return .disconnected(operation, detail: detail)
-            default:
-                return .providerError(operation, detail: detail, dbusErrorName: name)
-            }
-        case .dbus, .other:
             return .providerError(operation, detail: detail, dbusErrorName: name)
         }
     }

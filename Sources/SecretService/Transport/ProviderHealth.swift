@@ -3,11 +3,12 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DBusTransport
 import Waiting
 
 /// What the connection knows of a provider that stopped answering: the one record of the
-/// provider's health, kept by the connection's ``SignalRouter`` (which sees every message the
-/// provider sends) and read before every call (``BusConnection/ensureResponding(_:operation:deadline:)``).
+/// provider's health, kept by the connection's ``ProviderTraffic`` (which sees every message the
+/// provider sends) and read before every call (``ProviderBus/ensureResponding(_:operation:deadline:)``).
 ///
 /// The provider counts as silent once a call to it reached its deadline with no reply at all while
 /// no prompt was open on the connection (a provider may hold its answers while it shows a dialog:
@@ -52,44 +53,37 @@ struct ProviderSilence: Sendable, Equatable {
     /// library, as `Peer.Ping` could be), and cheap.
     static let probeDescription = "Properties.Get of Secret.Service.Collections"
 
+    /// The operation a probe runs under, which tells a probe from other calls.
+    static let probeOperation = "check that the keyring service answers"
+
     static func probe(to owner: String) -> MethodCall {
-        var call = MethodCall(destination: owner, path: .service, interface: "org.freedesktop.DBus.Properties", member: "Get",
-                              arguments: .tuple([.string("org.freedesktop.Secret.Service"), .string("Collections")]))
-        call.isProbe = true
-        return call
+        MethodCall(destination: owner, path: .service, interface: "org.freedesktop.DBus.Properties", member: "Get",
+                   arguments: .tuple([.string("org.freedesktop.Secret.Service"), .string("Collections")]))
     }
 }
 
-extension SignalRouter.PendingReply {
-    /// "Secret.Item.GetSecret on /org/…/login/3 (read secret)", for messages.
-    var callDescription: String {
-        let shortInterface = interface.hasPrefix("org.freedesktop.") ? String(interface.dropFirst("org.freedesktop.".count)) : interface
-        return "\(shortInterface).\(member) on \(path) (\(operation))"
-    }
-}
-
-extension BusConnection {
+extension ProviderBus {
     /// Returns at once while `owner` has not been silent; otherwise probes it (one probe at a
     /// time, shared by the calls that arrive meanwhile, within ``ProviderSilence/probeTimeout``
     /// and the caller's own deadline) and returns once it answers.
     /// - Throws: `.notResponding` (with the ``ProviderSilence/detail``) when the probe got no reply
     ///   either; `.timedOut` when the caller's deadline ends first; `.cancelled`; `.disconnected`.
     func ensureResponding(_ owner: String, operation: String, deadline: Deadline) async throws(SecretServiceError) {
-        guard router.silence(of: owner) != nil else { return }
-        let router = router
+        guard traffic.silence(of: owner) != nil else { return }
+        let traffic = traffic
         let answered = try await probing.value(operation: operation, deadline: deadline) { [self] deadline throws(SecretServiceError) in
-            guard router.silence(of: owner) != nil else { return true }
+            guard traffic.silence(of: owner) != nil else { return true }
             do throws(SecretServiceError) {
-                _ = try await call(ProviderSilence.probe(to: owner), operation: "check that the keyring service answers",
+                _ = try await call(ProviderSilence.probe(to: owner), operation: ProviderSilence.probeOperation,
                                    deadline: min(deadline, Deadline(timeout: ProviderSilence.probeTimeout)))
             } catch where error.code == .disconnected || error.code == .cancelled {
                 throw error
             } catch {
                 // An error reply is an answer too (the router has ended the silence); no reply is not.
             }
-            return router.silence(of: owner) == nil
+            return traffic.silence(of: owner) == nil
         }
-        guard !answered, let silence = router.silence(of: owner) else {
+        guard !answered, let silence = traffic.silence(of: owner) else {
             SecretServiceDiagnostics.report(.info, "The keyring service \(owner) answers again")
             return
         }

@@ -1,3 +1,4 @@
+import DBusTransport
 /// What a client has seen change, as a count: it advances whenever the provider announces that an
 /// item was created or deleted or a collection changed (its lock state among others), whenever
 /// the provider process changes, and it starts afresh with every new connection.

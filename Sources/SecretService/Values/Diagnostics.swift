@@ -1,4 +1,5 @@
 import Locking
+import DBusTransport
 
 /// One event a support engineer needs to see what the client did: which provider it reached and
 /// how, what it retried, which provider quirk it handled, how long a connection or a prompt took.

@@ -1,4 +1,5 @@
 import Waiting
+import DBusTransport
 // The words of SecretServiceError: what each failure means for a person and what they can do.
 // Messages never name object paths, D-Bus names or this repository's tools; those go in `detail`.
 

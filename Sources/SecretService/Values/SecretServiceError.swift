@@ -1,3 +1,4 @@
+import DBusTransport
 /// An error of the Secret Service client, written for two audiences.
 ///
 /// - For people: ``message`` says what happened and ``recovery`` what to do, with no object paths

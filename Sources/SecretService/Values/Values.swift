@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import DBusTransport
 
 /// Which collection to use: an alias the provider resolves, or an object path.
 public enum CollectionReference: Sendable, Hashable, CustomStringConvertible {
@@ -33,7 +34,7 @@ public enum CollectionReference: Sendable, Hashable, CustomStringConvertible {
         case "": throw .invalidArgument("choose a collection", "An empty collection name is not a collection.")
         case "default": self = .default
         case "session": self = .session
-        case let path where path.hasPrefix("/"): self = .path(try ObjectPath(path))
+        case let path where path.hasPrefix("/"): self = .path(try ObjectPath(checking: path))
         default: self = .alias(text)
         }
     }

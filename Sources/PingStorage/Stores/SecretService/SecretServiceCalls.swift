@@ -5,6 +5,7 @@ import Foundation
 #endif
 import Locking
 import SecretService
+import DBusTransport
 import Waiting
 
 /// The Secret Service calls ``SecretServiceStore`` makes: a ``SecretServiceClient`` in production,

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-@testable import SecretService
 import Testing
 import Waiting
 
@@ -9,12 +8,12 @@ struct RememberedReadsTests {
     /// The interleaving CI once hit on a busy machine (two ReadAlias calls in one first `get`): the
     /// read ends, and before its caller's task runs again, another caller asks for the key.
     @Test func aCallerArrivingBeforeTheReadersTaskResumesDoesNotReadAgain() async throws {
-        let reads = RememberedReads<String, String, SecretServiceError>(timekeeper: LoopThread.timekeeper)
+        let reads = RememberedReads<String, String, WaitError>(timekeeper: .light)
         let readCount = Counter()
         let gate = Gate()
-        let read: @Sendable (Deadline) async throws(SecretServiceError) -> String = { deadline throws(SecretServiceError) in
+        let read: @Sendable (Deadline) async throws(WaitError) -> String = { deadline throws(WaitError) in
             readCount.increment()
-            let waiter = OneShot<String, SecretServiceError>(operation: "read", deadline: deadline)
+            let waiter = OneShot<String, WaitError>(operation: "read", deadline: deadline, timekeeper: .light)
             return try await waiter.value { waiter in gate.whenOpened { waiter.finish(.success("/collection/login")) } }
         }
         let executor = HoldingExecutor()
@@ -35,10 +34,10 @@ struct RememberedReadsTests {
     }
 
     @Test func aValueNotWorthRememberingIsReadAgain() async throws {
-        let reads = RememberedReads<String, String, SecretServiceError>(timekeeper: LoopThread.timekeeper, rememberingOnly: { !$0.isEmpty })
+        let reads = RememberedReads<String, String, WaitError>(timekeeper: .light, rememberingOnly: { !$0.isEmpty })
         let readCount = Counter()
         for _ in 0..<2 {
-            let value = try await reads.value(for: "gone", operation: "read", deadline: Deadline(timeout: .seconds(60))) { _ throws(SecretServiceError) in
+            let value = try await reads.value(for: "gone", operation: "read", deadline: Deadline(timeout: .seconds(60))) { _ throws(WaitError) in
                 readCount.increment()
                 return ""
             }

@@ -4,8 +4,9 @@ import Locking
 import Glibc
 #endif
 
-/// The one thread of SecretService, and its one process-wide singleton: a GLib main loop on a
-/// private `GMainContext`.
+/// The one thread of the D-Bus transport, and its one process-wide singleton: a GLib main loop on
+/// a private `GMainContext`, started on first use and shared by every connection of the process
+/// (SecretService's, the Secret portal's).
 ///
 /// What runs here, and only here:
 /// - every deadline (one shared timer, ``LoopThread/timekeeper``) and every cancellation: a call that ends
@@ -17,9 +18,9 @@ import Glibc
 /// Nothing here blocks: GIO's asynchronous entry points and timers only. D-Bus calls themselves do not
 /// pass through this thread: the calling task sends its message and GDBus's reader thread hands
 /// the reply back (``BusConnection``).
-final class LoopThread: Sendable {
+package final class LoopThread: Sendable {
     /// The process-wide loop; started on first use.
-    static let shared = LoopThread()
+    package static let shared = LoopThread()
 
     private let context: LoopBound<OpaquePointer>
     /// Work waiting for the loop, and whether a wake-up is already scheduled: one wake-up for a
@@ -30,7 +31,7 @@ final class LoopThread: Sendable {
         let context = g_main_context_new()!
         self.context = LoopBound(context)
         let started = LoopBound(context)
-        startThread(named: "secret-service") {
+        startThread(named: "dbus-transport") {
             // Signals are the application's business: this thread never takes one (whatever mask
             // the thread that started it had), so the application's handlers run on its own threads.
             var all = sigset_t()
@@ -43,16 +44,16 @@ final class LoopThread: Sendable {
     }
 
     /// Whether the caller is on the loop thread.
-    var isCurrent: Bool { g_main_context_is_owner(context.value) != 0 }
+    package var isCurrent: Bool { g_main_context_is_owner(context.value) != 0 }
 
     /// Checks, in debug builds, an invariant that says "this runs on the loop thread".
-    func assertCurrent(_ what: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
-        assert(isCurrent, "must run on the SecretService loop thread: \(what())", file: file, line: line)
+    package func assertCurrent(_ what: @autoclosure () -> String = "", file: StaticString = #fileID, line: UInt = #line) {
+        assert(isCurrent, "must run on the D-Bus transport's loop thread: \(what())", file: file, line: line)
     }
 
     /// Runs `body` on the loop thread: inline when already there, otherwise soon, in the order
     /// submitted. Thread-safe.
-    func perform(_ body: @escaping @Sendable () -> Void) {
+    package func perform(_ body: @escaping @Sendable () -> Void) {
         if isCurrent {
             body()
             return
@@ -80,7 +81,7 @@ final class LoopThread: Sendable {
 
     /// Calls `fire` on the loop thread after `delay` (clamped to what GLib can represent).
     /// Callable from any thread: `g_source_attach` is thread-safe and wakes the loop.
-    func afterDelay(_ delay: Duration, _ fire: @escaping @Sendable () -> Void) {
+    package func afterDelay(_ delay: Duration, _ fire: @escaping @Sendable () -> Void) {
         let source = g_timeout_source_new(Self.milliseconds(delay))!
         g_source_set_callback(source, { data in
             Unmanaged<LoopWork>.fromOpaque(data!).takeUnretainedValue().body()
@@ -94,7 +95,7 @@ final class LoopThread: Sendable {
 
     /// Calls `ready` on the loop thread whenever `descriptor` is readable (or hung up), until it
     /// returns false or the returned handle is cancelled. Callable from any thread.
-    func watch(readable descriptor: Int32, _ ready: @escaping @Sendable () -> Bool) -> WatchHandle {
+    package func watch(readable descriptor: Int32, _ ready: @escaping @Sendable () -> Bool) -> WatchHandle {
         let condition = GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue | G_IO_ERR.rawValue)
         let source = g_unix_fd_source_new(descriptor, condition)!
         let callback: @convention(c) (Int32, GIOCondition, gpointer?) -> gboolean = { _, _, data in
@@ -110,7 +111,7 @@ final class LoopThread: Sendable {
 
     /// A delay in whole milliseconds, rounded up, clamped to 0...UInt32.max: a `Duration` of
     /// `.seconds(Int64.max)` must not trap.
-    static func milliseconds(_ delay: Duration) -> UInt32 {
+    package static func milliseconds(_ delay: Duration) -> UInt32 {
         let (seconds, attoseconds) = delay.components
         guard seconds >= 0 else { return 0 }
         let (wholeMilliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
@@ -126,15 +127,15 @@ final class LoopThread: Sendable {
 /// way GLib forbids: whatever dereferences it runs on the loop thread (``LoopThread/perform(_:)``),
 /// except the GLib calls documented as thread-safe that take it from any thread (the main
 /// context's `g_main_context_is_owner` and `g_main_context_invoke_full`, `g_source_attach`).
-struct LoopBound<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+package struct LoopBound<Value>: @unchecked Sendable {
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
 }
 
 /// A watch of ``LoopThread/watch(readable:_:)``; `cancel` stops it (from any thread).
-struct WatchHandle: Sendable {
+package struct WatchHandle: Sendable {
     let source: LoopBound<UnsafeMutablePointer<GSource>>
-    func cancel() {
+    package func cancel() {
         // g_source_destroy is thread-safe; the context drops its reference once destroyed.
         g_source_destroy(source.value)
         g_source_unref(source.value)

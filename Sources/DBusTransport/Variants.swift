@@ -10,7 +10,7 @@ import Foundation
 // (GLib documents both), so building and reading happen on whatever thread sends or receives.
 
 /// A D-Bus value to send.
-indirect enum Argument: Sendable {
+package indirect enum Argument: Sendable {
     case string(String)
     case objectPath(ObjectPath)
     case boolean(Bool)
@@ -29,7 +29,7 @@ indirect enum Argument: Sendable {
     case bytes(Data)
 
     /// A new floating GVariant.
-    func build() -> OpaquePointer {
+    package func build() -> OpaquePointer {
         switch self {
         case .string(let string): return g_variant_new_string(string)!
         case .objectPath(let path): return g_variant_new_object_path(path.rawValue)!
@@ -72,43 +72,43 @@ func variantType(_ typeString: StaticString) -> OpaquePointer {
 /// One reference to a received (or prebuilt) GVariant, and typed reads of it.
 ///
 /// `@unchecked Sendable`: GVariant is immutable and thread-safe; the reference is dropped once.
-final class Variant: @unchecked Sendable {
+package final class Variant: @unchecked Sendable {
     let pointer: OpaquePointer
 
     /// Takes a new (sunk) reference to `pointer`.
-    init(retaining pointer: OpaquePointer) {
+    package init(retaining pointer: OpaquePointer) {
         self.pointer = g_variant_ref_sink(pointer)!
     }
 
     /// Takes over the reference the caller owns.
-    init(adopting pointer: OpaquePointer) {
+    package init(adopting pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
     deinit { g_variant_unref(pointer) }
 
-    var typeString: String { String(cString: g_variant_get_type_string(pointer)) }
+    package var typeString: String { String(cString: g_variant_get_type_string(pointer)) }
 
-    func isOfType(_ type: StaticString) -> Bool { g_variant_is_of_type(pointer, variantType(type)) != 0 }
+    package func isOfType(_ type: StaticString) -> Bool { g_variant_is_of_type(pointer, variantType(type)) != 0 }
 
-    var childCount: Int { Int(g_variant_n_children(pointer)) }
+    package var childCount: Int { Int(g_variant_n_children(pointer)) }
 
-    func child(_ index: Int) -> Variant { Variant(adopting: g_variant_get_child_value(pointer, gsize(index))!) }
+    package func child(_ index: Int) -> Variant { Variant(adopting: g_variant_get_child_value(pointer, gsize(index))!) }
 
-    var children: [Variant] { (0..<childCount).map(child) }
+    package var children: [Variant] { (0..<childCount).map(child) }
 
     /// The string of an `s`, `o` or `g` value.
-    var string: String { String(cString: g_variant_get_string(pointer, nil)) }
+    package var string: String { String(cString: g_variant_get_string(pointer, nil)) }
 
-    var boolean: Bool { g_variant_get_boolean(pointer) != 0 }
-    var uint32: UInt32 { UInt32(g_variant_get_uint32(pointer)) }
-    var uint64: UInt64 { UInt64(g_variant_get_uint64(pointer)) }
+    package var boolean: Bool { g_variant_get_boolean(pointer) != 0 }
+    package var uint32: UInt32 { UInt32(g_variant_get_uint32(pointer)) }
+    package var uint64: UInt64 { UInt64(g_variant_get_uint64(pointer)) }
 
     /// The content of a `v`.
-    var unboxed: Variant { Variant(adopting: g_variant_get_variant(pointer)!) }
+    package var unboxed: Variant { Variant(adopting: g_variant_get_variant(pointer)!) }
 
     /// The bytes of an `ay` (empty for any other type), valid during `body`: no copy is made.
-    func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+    package func withBytes<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
         guard isOfType("ay") else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
         var count: gsize = 0
         let base = g_variant_get_fixed_array(pointer, &count, 1)
@@ -116,26 +116,27 @@ final class Variant: @unchecked Sendable {
     }
 
     /// An `ao` or `as` as strings.
-    var strings: [String] { children.map(\.string) }
+    package var strings: [String] { children.map(\.string) }
 
     /// An `a{ss}`.
-    var stringDictionary: [String: String] {
+    package var stringDictionary: [String: String] {
         var dictionary: [String: String] = [:]
         for entry in children { dictionary[entry.child(0).string] = entry.child(1).string }
         return dictionary
     }
 
     /// The value of `key` in an `a{sv}`, unboxed, if it has the expected type.
-    func lookup(_ key: String, _ type: StaticString) -> Variant? {
+    package func lookup(_ key: String, _ type: StaticString) -> Variant? {
         g_variant_lookup_value(pointer, key, variantType(type)).map(Variant.init(adopting:))
     }
 }
 
 extension Variant {
-    /// Checks that a reply body has `type`, for a `.protocolError` that names the call.
-    func expecting(_ type: StaticString, in operation: String) throws(SecretServiceError) -> Variant {
+    /// Checks that a reply body has `type`.
+    /// - Throws: ``BusError/Code/unexpectedReply``, naming the operation.
+    package func expecting(_ type: StaticString, in operation: String) throws(BusError) -> Variant {
         guard isOfType(type) else {
-            throw .protocolError(operation, detail: "expected a reply of type \(type), got \(typeString)")
+            throw BusError(.unexpectedReply, operation: operation, text: "expected a reply of type \(type), got \(typeString)")
         }
         return self
     }

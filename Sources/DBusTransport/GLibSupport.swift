@@ -1,10 +1,10 @@
 internal import CGLib
 
 // Ownership of GLib things: the one GError helper and the one GObject owner. Raw pointers,
-// `GError` and GLib reference counts stay in this folder, Transport/ (this file, Variants.swift,
-// BusConnection.swift, SignalRouter.swift with a message filter's C callback, LoopThread.swift with
-// the main context and its sources); libgcrypt's are in the Gcrypt module. Everything above them
-// (Session/, Client/, Values/) sees Swift values.
+// `GError` and GLib reference counts stay in this target (this file, Variants.swift,
+// BusConnection.swift, MessageRouter.swift with a message filter's C callback, LoopThread.swift with
+// the main context and its sources, GLibContext.swift); libgcrypt's are in the Gcrypt module. Every
+// target above sees Swift values.
 
 /// A `GError`, copied into Swift (the `GError` itself is freed by ``takeGError(_:)``).
 struct CapturedError: Sendable, Hashable {
@@ -27,6 +27,22 @@ struct CapturedError: Sendable, Hashable {
     /// What a developer needs to see: the domain, the code and the message.
     var developerText: String {
         "\(message) (\(remoteName ?? "\(domainName) \(code)"))"
+    }
+
+    /// The transport's error for it: the one translation of a `GError` and of an error reply.
+    func busError(operation: String) -> BusError {
+        if let remoteName { return BusError(.remote, operation: operation, remoteName: remoteName, text: message) }
+        switch (domain, code) {
+        case (.io, Int32(G_IO_ERROR_CANCELLED.rawValue)):
+            return BusError(.cancelled, operation: operation, text: developerText)
+        case (.io, Int32(G_IO_ERROR_TIMED_OUT.rawValue)):
+            return BusError(.timedOut, operation: operation, text: developerText)
+        case (.io, Int32(G_IO_ERROR_CLOSED.rawValue)), (.io, Int32(G_IO_ERROR_BROKEN_PIPE.rawValue)),
+             (.io, Int32(G_IO_ERROR_CONNECTION_CLOSED.rawValue)):
+            return BusError(.closed, operation: operation, text: developerText)
+        default:
+            return BusError(.failed, operation: operation, text: developerText)
+        }
     }
 }
 
