@@ -102,9 +102,18 @@ enum ProviderQuirks {
 
     // MARK: Creating items
 
+    /// The attributes a new item is created with: on KeePassXC, without those it computes for
+    /// every item (``providerOwnedAttributes``). A CreateItem naming another item's `Uuid` (as a
+    /// copy of an item read from KeePassXC does) is answered there with an access dialog that is
+    /// dismissed headless; KeePassXC computes them for the new item anyway.
+    static func attributesToCreate(_ attributes: [String: String], _ kind: ProviderKind) -> [String: String] {
+        guard kind == .keepassxc, attributes.keys.contains(where: providerOwnedAttributes.contains) else { return attributes }
+        return attributes.filter { !providerOwnedAttributes.contains($0.key) }
+    }
+
     /// Whether `CreateItem(replace: true)` must be emulated: KeePassXC 2.7.4 answers a replace of
     /// an item another D-Bus client created with an access dialog that never completes headless
     /// (fixed in 2.7.6). The client then searches for the item with the same attributes and
-    /// writes its secret and label in place instead.
+    /// writes its secret in place (SetSecret) instead; the item keeps its label.
     static func emulatesReplace(_ kind: ProviderKind) -> Bool { kind == .keepassxc }
 }

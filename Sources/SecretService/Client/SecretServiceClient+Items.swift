@@ -176,7 +176,8 @@ extension SecretServiceClient {
             }
             try await ensureUnlocked(collection: collectionPath, session, deadline, operation: operation)
             let properties: [String: Argument] = ["org.freedesktop.Secret.Item.Label": .string(label),
-                                                  "org.freedesktop.Secret.Item.Attributes": .attributes(attributes)]
+                                                  "org.freedesktop.Secret.Item.Attributes":
+                                                      .attributes(ProviderQuirks.attributesToCreate(attributes, session.kind))]
             var created: ItemPath?  // the path our CreateItem returned: the only item this call may delete
             do throws(SecretServiceError) {
                 let (path, token) = try await writeVerified(secret, starting: crypto, session, deadline, operation: operation) { crypto, written throws(SecretServiceError) in
