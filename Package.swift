@@ -9,6 +9,8 @@ let package = Package(
     products: [
         .library(name: "PingStorage", targets: ["PingStorage"]),
         .library(name: "SecretService", targets: ["SecretService"]),
+        // The D-Bus values SecretService's API names (ObjectPath, BusAddress).
+        .library(name: "DBusTransport", targets: ["DBusTransport"]),
         .library(name: "PingLogger", targets: ["PingLogger"]),
         .executable(name: "pingstorage-demo", targets: ["pingstorage-demo"]),
         .executable(name: "ping-keyring", targets: ["ping-keyring"]),
@@ -57,11 +59,11 @@ let package = Package(
         .target(name: "PingStorage", dependencies: ["SecretService", "DBusTransport", "PingStorageCrypto", "FileKeyring", "Gcrypt", "Locking", "Waiting", "PingLogger", "TPM"]),
         .executableTarget(name: "pingstorage-demo", dependencies: ["PingStorage"]),
         // The command-line tool: a small library of testable pieces and a thin executable.
-        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "SecretService", "PingStorageCrypto", "Locking"]),
+        .target(name: "PingKeyringCore", dependencies: ["PingStorage", "PingStorageCrypto", "Locking"]),
         .executableTarget(name: "ping-keyring", dependencies: ["PingKeyringCore"]),
         // The Flatpak file keyring (libsecret's and oo7's `keyrings/default.keyring`), read and
         // written with a cross-process lock. Below PingStorage: no D-Bus, no Ping names.
-        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking"], exclude: ["FORMAT.md"]),
+        .target(name: "FileKeyring", dependencies: ["Gcrypt", "Locking", "Waiting"], exclude: ["FORMAT.md"]),
         // Test support, in TestSupport/: the second processes the tests start, and the README's
         // snippet generator. Not part of the library or its programs.
         // keychain-probe: KeychainStorage as an app uses it (interop, two writers, no bus, threads).
@@ -99,7 +101,7 @@ let package = Package(
         .testTarget(name: "TPMTests", dependencies: ["PingStorage", "TPM", "Gcrypt", "tpm-probe"]),
         .testTarget(name: "PingKeyringTests", dependencies: ["PingKeyringCore", "DBusTransport"]),
         .testTarget(name: "PingLoggerTests", dependencies: ["PingLogger", "log-probe"]),
-        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "Gcrypt", "CGLib", "file-keyring-probe"]),
+        .testTarget(name: "FileKeyringTests", dependencies: ["FileKeyring", "Gcrypt", "CGLib", "Waiting", "file-keyring-probe"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["PingStorage", "SecretService", "DBusTransport", "FileKeyring", "CGLib", "Gcrypt", "keychain-probe", "ping-keyring", "gcrypt-race-probe", "secret-memory-probe", "TPM", "tpm-probe"]

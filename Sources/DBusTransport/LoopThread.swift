@@ -4,9 +4,10 @@ import Locking
 import Glibc
 #endif
 
-/// The one thread of the D-Bus transport, and its one process-wide singleton: a GLib main loop on
-/// a private `GMainContext`, started on first use and shared by every connection of the process
-/// (SecretService's, the Secret portal's).
+/// The loop thread of the D-Bus transport's connections: a GLib main loop on a private
+/// `GMainContext`, started on first use and shared by every connection of the process
+/// (SecretService's, the Secret portal's), through ``shared``. (The TPM's synchronous name check,
+/// ``BlockingBus``, does not use it: it runs on the TPM's own thread with a context of its own.)
 ///
 /// What runs here, and only here:
 /// - every deadline (one shared timer, ``LoopThread/timekeeper``) and every cancellation: a call that ends

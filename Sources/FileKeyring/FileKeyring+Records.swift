@@ -18,11 +18,22 @@ extension FileKeyring {
     /// Throws ``FileKeyringError/Code/decryptionFailed`` when no record passes its MAC and at least
     /// one fails it: then the master secret is wrong (the format has no other check of it), not
     /// the records damaged. Throws ``FileKeyringError/Code/cryptoFailure`` when libgcrypt fails.
-    func decryptAll(_ file: KeyringFile, key: KeyringKey) throws(FileKeyringError) -> FileKeyringContents {
+    ///
+    /// With `selected`, only the records it selects are decrypted and returned (the others are
+    /// neither items nor damaged records here); when none of them passes its MAC, the other records
+    /// are tried in order until one does, so that a wrong master secret is still told from a file
+    /// without a matching item.
+    func decryptAll(_ file: KeyringFile, key: KeyringKey,
+                    selected: ((EncryptedRecord) throws(FileKeyringError) -> Bool)? = nil) throws(FileKeyringError) -> FileKeyringContents {
         var items: [FileKeyringItem] = []
         var damaged: [FileKeyringDamagedRecord] = []
         var (passedMAC, failedMAC) = (false, false)
+        var passedOver: [EncryptedRecord] = []
         for (index, record) in file.records.enumerated() {
+            if let selected, try !selected(record) {
+                passedOver.append(record)
+                continue
+            }
             func setAside(_ damage: FileKeyringDamagedRecord.Damage, decrypted: [String: String]? = nil) {
                 damaged.append(.init(index: index, damage: damage, record: record, key: key, decryptedAttributes: decrypted))
             }
@@ -31,6 +42,7 @@ extension FileKeyring {
                 continue
             }
             let opened: SecretBytes?
+            decryptions.withLock { $0 += 1 }
             do throws(FileKeyringError) {
                 opened = try key.open(record.blob, path: path)
             } catch where error.code == .corruptFile {
@@ -56,10 +68,24 @@ extension FileKeyring {
                 setAside(.inconsistentAttributes, decrypted: item.attributes)
                 continue
             }
+            item.recordIndex = index
             item.origin = .init(
                 key: key, record: record, label: item.label, attributes: item.attributes, secret: item.secret,
                 created: item.created, modified: item.modified)
             items.append(item)
+        }
+        if !passedMAC, !passedOver.isEmpty {
+            // The key is checked on the records passed over, until one passes its MAC.
+            for record in passedOver where KeyringKey.hasPossibleLength(record.blob) {
+                decryptions.withLock { $0 += 1 }
+                do throws(FileKeyringError) {
+                    if try key.open(record.blob, path: path) != nil { passedMAC = true; break }
+                    failedMAC = true
+                } catch where error.code == .corruptFile {
+                    passedMAC = true
+                    break
+                }
+            }
         }
         if failedMAC, !passedMAC {
             throw FileKeyringError(
@@ -70,6 +96,24 @@ extension FileKeyring {
                 path: path)
         }
         return FileKeyringContents(items: items, damaged: damaged)
+    }
+
+    /// Whether `record`'s hashed attributes include every pair of at least one of `queries`, the
+    /// values hashed once per call (`hashed`: each query's names with the HMACs of its values),
+    /// compared in constant time, as libsecret searches. An empty query selects every record.
+    static func record(_ record: EncryptedRecord, matchesAnyOf hashed: [[(name: String, mac: [UInt8])]]) -> Bool {
+        hashed.contains { query in
+            query.allSatisfy { pair in
+                record.hashedAttributes.contains { $0.name == pair.name && constantTimeEqual($0.mac, pair.mac) }
+            }
+        }
+    }
+
+    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
     }
 
     /// The hashed attributes are outside the item's MAC: they must name exactly the item's

@@ -37,6 +37,11 @@ public final class FileKeyring: Sendable {
     /// The key for the salt and iteration count last seen (they change only when a new file is
     /// created), so PBKDF2 runs once rather than on every call.
     let cachedKey = Locked<KeyringKey?>(nil)
+    /// The one thread the async calls run on (FileKeyring+Async.swift).
+    let worker = KeyringWorker()
+    /// How many records this instance has decrypted (or checked against their MAC), for the tests
+    /// that check a read of one account decrypts that account's records alone.
+    let decryptions = Locked(0)
 
     /// Opens the keyring at `path` with `masterSecret` (in a Flatpak: the 64 bytes the Secret
     /// portal's `RetrieveSecret` returns; with libsecret's test hook: the bytes of
@@ -78,6 +83,26 @@ public final class FileKeyring: Sendable {
         guard let bytes = try POSIX.readFile(path) else { return FileKeyringContents(items: [], damaged: []) }
         let file = try KeyringFile(parsing: bytes, path: path)
         return try decryptAll(file, key: key(for: file))
+    }
+
+    /// ``contents()`` of the records whose hashed attributes include every pair of at least one of
+    /// `queries` (an empty query: every record), the others left encrypted: a read of one
+    /// account's items decrypts those alone, not the whole file. A damaged record is among the
+    /// result when its hashed attributes match. Throws as ``contents()`` (a wrong master secret
+    /// still throws ``FileKeyringError/Code/decryptionFailed``, not an empty result).
+    public func contents(matchingAny queries: [[String: String]]) throws(FileKeyringError) -> FileKeyringContents {
+        guard let bytes = try POSIX.readFile(path) else { return FileKeyringContents(items: [], damaged: []) }
+        let file = try KeyringFile(parsing: bytes, path: path)
+        let key = try key(for: file)
+        var hashed: [[(name: String, mac: [UInt8])]] = []
+        for query in queries {
+            var pairs: [(name: String, mac: [UInt8])] = []
+            for (name, value) in query { pairs.append((name, try key.hashAttribute(value))) }
+            hashed.append(pairs)
+        }
+        // An item whose plaintext disagrees with its hashed attributes is set aside as damaged
+        // (decryptAll): every item given matches by its decrypted attributes too.
+        return try decryptAll(file, key: key) { record throws(FileKeyringError) in Self.record(record, matchesAnyOf: hashed) }
     }
 
     /// Every item, decrypted, in file order. An absent file is an empty keyring (nothing is created).
@@ -162,7 +187,7 @@ public final class FileKeyring: Sendable {
     /// no lock: the file is written only if it is still the version that was read (or still
     /// absent), and otherwise read again and `body` run again on what is there now, so that
     /// another program's item written meanwhile is never lost.
-    private func transaction<R>(
+    func transaction<R>(
         holding lock: borrowing KeyringLock,
         _ body: (inout [FileKeyringItem], [FileKeyringDamagedRecord]) throws(FileKeyringError) -> R
     ) throws(FileKeyringError) -> R {

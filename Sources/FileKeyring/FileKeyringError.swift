@@ -43,6 +43,11 @@ public struct FileKeyringError: Error, Sendable, Equatable, CustomStringConverti
         public static let tooLarge = Code(rawValue: "tooLarge")
         /// The body of ``FileKeyring/modify(_:)`` threw to abandon the transaction.
         public static let aborted = Code(rawValue: "aborted")
+        /// An async call reached its deadline before the keyring's thread answered (a call whose
+        /// transaction was running then may still complete).
+        public static let timedOut = Code(rawValue: "timedOut")
+        /// The Task of an async call was cancelled before the keyring's thread answered.
+        public static let cancelled = Code(rawValue: "cancelled")
 
         /// The identifier.
         public var description: String { rawValue }

@@ -29,6 +29,11 @@ public struct FileKeyringItem: Sendable, Equatable {
     /// unchanged when a transaction ends is written back byte for byte.
     var origin: Origin?
 
+    /// The position of the record the item was read from among the file's records, from 0 (nil
+    /// for an item not read from a file): a read that decrypts some records alone
+    /// (``FileKeyring/contents(matchingAny:)``) still tells where each item is. Not compared by `==`.
+    public internal(set) var recordIndex: Int?
+
     /// An item. `created` and `modified` default to now.
     public init(
         label: String, attributes: [String: String], secret: FileKeyringSecret,
@@ -41,6 +46,7 @@ public struct FileKeyringItem: Sendable, Equatable {
         self.created = created ?? now
         self.modified = modified ?? created ?? now
         origin = nil
+        recordIndex = nil
     }
 
     /// oo7's content type (`xdg:content-type`, e.g. `text/plain`), when the item has one.

@@ -42,5 +42,23 @@ struct KeyringLock: ~Copyable {
         return KeyringLock(fd: fd)
     }
 
+    /// Takes the lock on `path` when no other open file holds it (creating the file, and its
+    /// directory, when missing); nil when another writer holds it. Never waits: the worker tries
+    /// again later and runs other calls meanwhile (FileKeyring+Async.swift).
+    static func tryAcquire(_ path: String) throws(FileKeyringError) -> KeyringLock? {
+        try POSIX.makeDirectories(POSIX.split(path).directory)
+        let fd = try POSIX.openLockFile(path)
+        do throws(FileKeyringError) {
+            guard try POSIX.tryLockExclusive(fd, path: path) else {
+                POSIX.closeDescriptor(fd)
+                return nil
+            }
+        } catch {
+            POSIX.closeDescriptor(fd)
+            throw error
+        }
+        return KeyringLock(fd: fd)
+    }
+
     deinit { POSIX.closeDescriptor(fd) }
 }

@@ -167,7 +167,6 @@ enum POSIX {
         }
     }
 
-    /// Closes a descriptor (releasing its `flock`).
     /// Runs `body` on a new detached thread (a small stack: the work is file I/O and AES); false,
     /// with `body` dropped, when no thread could be started.
     static func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
@@ -191,6 +190,7 @@ enum POSIX {
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
+    /// Closes a descriptor (releasing its `flock`).
     static func closeDescriptor(_ fd: Int32) {
         close(fd)
     }

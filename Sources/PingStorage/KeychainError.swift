@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import SecretService
 
 /// Errors of ``KeychainStorage`` and of ``SecuredKeyEncryptor``'s key storage.
 ///
@@ -224,35 +223,24 @@ public enum KeychainError: LocalizedError, CustomStringConvertible, Sendable, Ha
     }
 }
 
-extension KeychainError.Reason {
-    /// The reason a Secret Service client error stands for: the one mapping between the two layers
-    /// (messages, advice and developer detail carried over unchanged), for code that uses
-    /// `SecretServiceClient` directly and wants KeychainStorage's reasons. `.cancelled` becomes
-    /// ``providerError(_:)`` here; KeychainStorage itself throws `CancellationError` for it.
-    public init(_ error: SecretServiceError) {
-        var details = KeychainError.Details(message: error.message, recovery: error.recovery, detail: error.detail)
-        if let name = error.dbusErrorName, details.detail?.contains(name) != true {
-            details.detail = details.detail.map { "\($0) [\(name)]" } ?? name
-        }
-        self = switch error.code {
+extension KeychainError {
+    /// The same error and reason with `details` in place of the reason's own (an unspecified
+    /// reason has none to replace).
+    func with(details: Details) -> KeychainError {
+        let reason: Reason = switch reason {
+        case .unspecified: .unspecified
         case .noSessionBus: .noSessionBus(details)
-        case .noSecretService, .disconnected: .noSecretService(details)
+        case .noSecretService: .noSecretService(details)
         case .untrustedProvider: .untrustedProvider(details)
         case .collectionNotFound: .collectionNotFound(details)
         case .locked: .locked(details)
         case .promptDismissed: .promptDismissed(details)
-        case .timedOut, .notResponding: .timedOut(details)
+        case .timedOut: .timedOut(details)
+        case .corruptItem: .corruptItem(details)
         case .invalidArgument: .invalidArgument(details)
         case .insecureTransport: .insecureTransport(details)
-        default: .providerError(details)
+        case .providerError: .providerError(details)
         }
-    }
-}
-
-extension KeychainError {
-    /// The failure a Secret Service client error stands for (see ``Reason/init(_:)``), as a read
-    /// until the public entry point names the operation.
-    package init(_ error: SecretServiceError) {
-        self = .failure(Reason(error))
+        return KeychainError.failure(reason).during(operation)
     }
 }

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-public import SecretService
 
 /// Storage in the user's keyring through the freedesktop Secret Service (GNOME Keyring,
 /// KeePassXC, KWallet): the Linux counterpart of the iOS SDK's keychain storage, with the same
@@ -11,7 +10,8 @@ public import SecretService
 ///
 /// The item is `encryptor.encrypt(JSONEncoder().encode(item))`, kept as one Secret Service item
 /// with the attributes `service` (``KeychainConfiguration/service``), `account`, `username`
-/// (= account) and `xdg:schema` = `com.pingidentity.PingStorage`, labelled "account (service)".
+/// (= account), `pingstorage-app` (the app, ``KeychainConfiguration/appIdentity``) and
+/// `xdg:schema` = `com.pingidentity.PingStorage`, labelled "account (service)".
 /// Text is stored as `text/plain` (so `secret-tool lookup service … account …` prints the JSON
 /// when no encryptor is used), other bytes as `application/octet-stream`.
 ///
@@ -23,7 +23,8 @@ public import SecretService
 ///   crashed processes left behind are removed, so exactly one remains.
 ///
 /// Thread-safety: safe from any number of tasks; operations on the same account are serialized
-/// within the process. Every call ends within ``KeychainConfiguration/timeout``.
+/// within the process. Every call's keyring work ends within ``KeychainConfiguration/timeout``
+/// (``SecuredKeyEncryptor``'s key loading included; a custom encryptor's own time is its own).
 public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchecked Sendable {
     // @unchecked Sendable: see StorageDelegate; the properties added here are immutable Sendable values.
 
@@ -59,24 +60,27 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
     }
 
+    /// The storage of `account` in `runtime`'s place for the configuration (tests give their own runtime).
     init(account: String, encryptor: Encryptor, cacheStrategy: CacheStrategy,
-         configuration: KeychainConfiguration, store: any KeyringStore) {
-        items = KeychainItems(account: account, configuration: configuration, store: store)
+         configuration: KeychainConfiguration, runtime: KeychainRuntime) {
+        items = KeychainItems(account: account, configuration: configuration, runtime: runtime)
         super.init(delegate: KeychainStore<T>(items: items, encryptor: encryptor), cacheStrategy: cacheStrategy)
     }
 
     /// Where the item lives (collection, path, label, attributes, times), never its secret; nil
     /// when there is no item. When duplicates exist, the one `get()` would read.
     /// - Throws: ``KeychainError`` as for `get()`.
-    public func itemInfo() async throws -> SecretItemInfo? {
+    public func itemInfo() async throws -> KeychainItemInfo? {
         try await KeychainError.relabelling(.retrieve) { try await items.info() }
     }
 
     /// ``itemInfo()`` and the item's stored bytes (as saved: JSON, or an encryptor's envelope),
     /// asked for at once; nil when there is no item. For ping-keyring's `get`.
     /// - Throws: ``KeychainError`` as for `get()`.
-    package func storedItem() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
-        try await KeychainError.relabelling(.retrieve) { try await items.infoAndSecret() }
+    package func storedItem() async throws -> (info: KeychainItemInfo, secret: Data, contentType: String?)? {
+        try await KeychainError.relabelling(.retrieve) {
+            try await items.infoAndSecret().map { ($0.info, $0.secret.bytes, $0.secret.contentType) }
+        }
     }
 }
 
@@ -84,12 +88,12 @@ public class KeychainStorage<T: Codable & Sendable>: StorageDelegate<T>, @unchec
 /// `KeychainStorage`, with the same rules as ``KeychainStorage`` (JSON through the encryptor, one
 /// item per service and account, deadlines, errors) and no cache.
 ///
-/// ``KeychainStorage`` does not use it: its store runs on the caller's executor, so a call from
-/// the main actor does not hop to this actor's. Use `Keychain` where iOS code names it.
+/// ``KeychainStorage`` does not use it: its store is not an actor, so a call from the main actor
+/// goes from there straight to the keyring work (on the global executor) without queueing on
+/// this actor first. Use `Keychain` where iOS code names it.
 ///
 /// Thread-safety: an actor; safe from any task, and operations on one account are serialized
-/// within the process as with ``KeychainStorage``. Every call ends within
-/// ``KeychainConfiguration/timeout``.
+/// within the process as with ``KeychainStorage``, whose deadlines apply.
 public actor Keychain<T: Codable & Sendable>: Storage {
     private let store: KeychainStore<T>
 
@@ -106,8 +110,9 @@ public actor Keychain<T: Codable & Sendable>: Storage {
         store = KeychainStore(items: KeychainItems(account: account, configuration: configuration), encryptor: encryptor)
     }
 
-    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, store: any KeyringStore) {
-        self.store = KeychainStore(items: KeychainItems(account: account, configuration: configuration, store: store),
+    /// The item of `account` in `runtime`'s place for the configuration (tests give their own runtime).
+    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, runtime: KeychainRuntime) {
+        store = KeychainStore(items: KeychainItems(account: account, configuration: configuration, runtime: runtime),
                               encryptor: encryptor)
     }
 
@@ -125,10 +130,17 @@ public actor Keychain<T: Codable & Sendable>: Storage {
     public func delete() async throws { try await store.delete() }
 }
 
-/// The delegate behind ``KeychainStorage``: JSON, the encryptor, and the item rules.
+/// The delegate behind ``KeychainStorage``: JSON, the encryptor (as an ``AccountSealer``), and the
+/// item rules (``KeychainItems``).
 struct KeychainStore<T: Codable & Sendable>: Storage {
     let items: KeychainItems
-    let encryptor: any Encryptor
+    /// The encryptor, seen from below: chosen once, here.
+    let sealer: any AccountSealer
+
+    init(items: KeychainItems, encryptor: any Encryptor) {
+        self.items = items
+        sealer = encryptor.sealer
+    }
 
     private var context: EncryptionContext {
         EncryptionContext(service: items.configuration.service, account: items.account)
@@ -137,7 +149,16 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
     /// Saves `item`; a ``KeychainError`` from any floor below (the encryptor's key storage among
     /// them) is thrown as ``KeychainError/unableToSave(_:)`` with its reason.
     func save(item: T) async throws {
-        try await KeychainError.relabelling(.save) { try await write(item) }
+        try await KeychainError.relabelling(.save) {
+            try items.validate()
+            // Sorted keys: the same item must encode to the same bytes, or a save of an unchanged value
+            // could not be recognised and skipped (Foundation on Linux varies the key order).
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            var json = try encoder.encode(item)
+            defer { json.wipe() }
+            try await items.save(json, sealer: sealer, context: context)
+        }
     }
 
     /// Reads the item; a ``KeychainError`` is thrown as ``KeychainError/unableToRetrieve(_:)``.
@@ -150,47 +171,11 @@ struct KeychainStore<T: Codable & Sendable>: Storage {
         try await KeychainError.relabelling(.delete) { try await items.delete() }
     }
 
-    private func write(_ item: T) async throws {
-        try items.validate()
-        // Sorted keys: the same item must encode to the same bytes, or a save of an unchanged value
-        // could not be recognised and skipped (Foundation on Linux varies the key order).
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        var json = try encoder.encode(item)
-        defer { json.wipe() }
-        // With SecuredKeyEncryptor, an unchanged save is recognised by its plaintext (every envelope
-        // differs), and after a write the key item is checked: if another program rewrote it
-        // meanwhile, what was written is sealed again with the key it now holds.
-        let secured = encryptor as? SecuredKeyEncryptor
-        for _ in 0..<3 {
-            var stored: Data
-            if let contextual = encryptor as? any ContextualEncryptor {
-                stored = try await contextual.encrypt(data: json, context: context)
-            } else {
-                stored = try await encryptor.encrypt(data: json)
-            }
-            defer { stored.wipe() }
-            // Built after sealing, with the key just used (after a rewritten key, the new bytes).
-            let matcher = try await secured?.plaintextMatcher(for: json, context: context)
-            let sameValue: (@Sendable (Data) -> Bool)? = matcher.map { matcher in { @Sendable stored in matcher.matches(stored) } }
-            let wrote = try await items.write(SecretValue(bytes: stored), sameValue: sameValue)
-            guard wrote, let secured else { return }
-            if try await secured.keyStillCurrent(for: stored) { return }
-        }
-        throw KeychainError.unableToSave(.providerError(.init(
-            message: "The encryption key kept changing while the item was being saved.",
-            recovery: "Check which program rewrites the PingStorage encryption key item, then save again.",
-            detail: "service \(items.configuration.service), account \(items.account)")))
-    }
-
+    /// The item's bytes read and opened by one deadline.
     private func read() async throws -> T? {
-        guard var stored = try await items.read() else { return nil }
-        var json: Data
-        if let contextual = encryptor as? any ContextualEncryptor {
-            json = try await contextual.decrypt(data: stored.bytes, context: context)
-        } else {
-            json = try await encryptor.decrypt(data: stored.bytes)
-        }
+        let deadline = items.deadline()
+        guard var stored = try await items.read(by: deadline) else { return nil }
+        var json = try await sealer.open(stored.bytes, for: context, by: deadline)
         // The plaintext and the stored bytes are wiped once decoded; when they share a buffer
         // (NoEncryptor), wiping `json` first copies it and wiping `stored` then clears the original.
         defer {

@@ -4,8 +4,10 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorageCrypto
+import Waiting
 
-/// Encrypts items with AES-256-GCM under a key kept in the Secret Service — the Linux counterpart
+/// Encrypts items with AES-256-GCM under a key kept where the configuration keeps its items (the
+/// Secret Service; in a Flatpak sandbox, the app's file keyring) — the Linux counterpart
 /// of the iOS SDK's Secure Enclave–backed encryptor, with the same failable initializer:
 ///
 /// ```swift
@@ -51,10 +53,16 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     /// Creates the encryptor with the key kept in the collection (and with the deadline, prompt and
     /// transport policy) of `configuration`; nil as for ``init()``.
     public init?(configuration: KeychainConfiguration) {
-        guard CryptoLibrary.initialize() else { return nil }
-        vault = KeyVault.shared(for: configuration.resolvingApp())
+        self.init(configuration: configuration, runtime: .process)
     }
 
+    /// The encryptor of `configuration` in `runtime`'s place for it (tests give their own runtime).
+    init?(configuration: KeychainConfiguration, runtime: KeychainRuntime) {
+        let resolved = configuration.resolvingApp()
+        self.init(vault: runtime.place(for: resolved).vault(for: resolved))
+    }
+
+    /// The encryptor whose keys are `vault`'s (``KeychainPlace/vault(for:)``).
     init?(vault: KeyVault) {
         guard CryptoLibrary.initialize() else { return nil }
         self.vault = vault
@@ -66,7 +74,7 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     ///   or ``KeychainError/unableToRetrieve(_:)`` with the reason when the key cannot be loaded or
     ///   created (keyring locked, unavailable, timed out).
     public func encrypt(data: Data) async throws -> Data {
-        try await seal(data, associatedData: Self.unboundAssociatedData)
+        try await seal(data, associatedData: Self.unboundAssociatedData, by: vault.deadline()).envelope
     }
 
     /// Decrypts what ``encrypt(data:)`` produced.
@@ -74,33 +82,34 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     ///   `keyNotFound`, `tpmCleared`, `unsupportedFormat`), or ``KeychainError/unableToRetrieve(_:)``
     ///   when the keyring (or the TPM a bound key needs) cannot be used now.
     public func decrypt(data: Data) async throws -> Data {
-        try await open(data, associatedData: Self.unboundAssociatedData)
+        try await open(data, associatedData: Self.unboundAssociatedData, by: vault.deadline())
     }
 
     /// Encrypts `data` for the item `context` describes.
     public func encrypt(data: Data, context: EncryptionContext) async throws -> Data {
-        try await seal(data, associatedData: context.associatedData)
+        try await seal(data, associatedData: context.associatedData, by: vault.deadline()).envelope
     }
 
     /// Decrypts `data` read from the item `context` describes; data encrypted for another item
     /// fails with ``EncryptorError/failedToDecrypt(_:)`` (``EncryptorError/Reason/authenticationFailed``).
     public func decrypt(data: Data, context: EncryptionContext) async throws -> Data {
-        try await open(data, associatedData: context.associatedData)
+        try await open(data, associatedData: context.associatedData, by: vault.deadline())
     }
 
     private static let unboundAssociatedData = Data("com.pingidentity.PingStorage/v1/unbound\u{0}".utf8)
 
     /// Seals `data` with the current key. The key's checks speak of decrypting (the key item
     /// cannot be read as a key); here they are a failure to encrypt, with the same reason.
-    private func seal(_ data: Data, associatedData: Data) async throws -> Data {
+    private func seal(_ data: Data, associatedData: Data,
+                      by deadline: Deadline) async throws -> (envelope: Data, keyID: KeyID, key: SymmetricKey) {
         let id: KeyID, key: SymmetricKey
         do {
-            (id, key) = try await vault.currentKey()
+            (id, key) = try await vault.currentKey(by: deadline)
         } catch let error as EncryptorError {
             throw EncryptorError.failedToEncrypt(error.reason)
         }
         do {
-            return try Envelope.seal(data, key: key, keyID: id, associatedData: associatedData)
+            return (try Envelope.seal(data, key: key, keyID: id, associatedData: associatedData), id, key)
         } catch {
             throw EncryptorError.failedToEncrypt(.cryptoFailure("sealing failed: \(error)"))
         }
@@ -108,34 +117,9 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
 
     /// The key new data is sealed with (loaded or created). For the test that looks for copies of
     /// the key outside its locked memory.
-    package func currentKey() async throws -> SymmetricKey { try await vault.currentKey().1 }
+    package func currentKey() async throws -> SymmetricKey { try await vault.currentKey(by: vault.deadline()).1 }
 
-    /// Tells whether stored bytes hold `plaintext` for the item `context` describes, opened with the
-    /// key this process seals with now: how ``KeychainStorage`` recognises an unchanged save although
-    /// GCM's random nonce makes every envelope differ. The current key is loaded here (it is what
-    /// the save seals with anyway); the comparison itself is synchronous, so either floor can make
-    /// it inside its own read. Bytes sealed with another key never match (the save then moves the
-    /// item to the current key).
-    func plaintextMatcher(for plaintext: Data, context: EncryptionContext) async throws -> PlaintextMatcher {
-        let (id, key): (KeyID, SymmetricKey)
-        do {
-            (id, key) = try await vault.currentKey()
-        } catch let error as EncryptorError {
-            throw EncryptorError.failedToEncrypt(error.reason)
-        }
-        return PlaintextMatcher(plaintext: plaintext, keyID: id, key: key, associatedData: context.associatedData)
-    }
-
-    /// Whether the key item `envelope` names still holds the bytes it was sealed with (one read).
-    /// ``KeychainStorage`` asks after it wrote an envelope; on false it seals and writes again, so
-    /// a save is never reported done when the key item was rewritten meanwhile (a restore, another
-    /// tool) and a fresh process would load other bytes.
-    func keyStillCurrent(for envelope: Data) async throws -> Bool {
-        guard let header = try? Envelope.header(of: envelope) else { return true }
-        return try await vault.confirm(header.keyID)
-    }
-
-    private func open(_ data: Data, associatedData: Data) async throws -> Data {
+    private func open(_ data: Data, associatedData: Data, by deadline: Deadline) async throws -> Data {
         let header: EnvelopeHeader
         do {
             header = try Envelope.header(of: data)
@@ -144,7 +128,7 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
                 "the stored item is not data SecuredKeyEncryptor can read (\(error)). It was left unchanged; "
                 + "it may have been written without encryption or by a newer version."))
         }
-        let key = try await vault.key(for: header.keyID)
+        let key = try await vault.key(for: header.keyID, by: deadline)
         do {
             return try Envelope.open(data, key: key, associatedData: associatedData)
         } catch EnvelopeError.authenticationFailed {
@@ -155,8 +139,31 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     }
 }
 
+/// ``KeychainStorage``'s way to this encryptor (``AccountSealer``): a value sealed for an item
+/// knows its key, so that the storage recognises an unchanged save and confirms the key after it
+/// wrote, without knowing this type.
+extension SecuredKeyEncryptor: AccountSealer {
+    /// Seals `plaintext` with the current key, bound to the item `context` describes. The sealed
+    /// value recognises stored bytes that open, with that key, to the same plaintext
+    /// (``PlaintextMatcher``: every envelope differs by its random nonce; bytes sealed with another
+    /// key never match, so the save moves the item to the current key), and confirms after the
+    /// write that the key item still holds that key (``KeyVault/confirm(_:by:)``: one read).
+    func seal(_ plaintext: Data, for context: EncryptionContext, by deadline: Deadline) async throws -> SealedValue {
+        let sealed = try await seal(plaintext, associatedData: context.associatedData, by: deadline)
+        let matcher = PlaintextMatcher(plaintext: plaintext, keyID: sealed.keyID, key: sealed.key,
+                                       associatedData: context.associatedData)
+        let (vault, id) = (vault, sealed.keyID)
+        return SealedValue(bytes: sealed.envelope, holdsSameValue: { matcher.matches($0) },
+                           confirmKey: { deadline in try await vault.confirm(id, by: deadline) })
+    }
+
+    func open(_ stored: Data, for context: EncryptionContext, by deadline: Deadline) async throws -> Data {
+        try await open(stored, associatedData: context.associatedData, by: deadline)
+    }
+}
+
 /// Whether stored bytes are an envelope of one plaintext, sealed with one key for one item (see
-/// ``SecuredKeyEncryptor/plaintextMatcher(for:context:)``). The plaintext is kept in locked memory
+/// ``SecuredKeyEncryptor/seal(_:for:by:)``). The plaintext is kept in locked memory
 /// excluded from core dumps (`SecureBytes`) and wiped when the matcher is released; what an envelope
 /// opens to is wiped once compared. Thread-safety: immutable; `Sendable`.
 final class PlaintextMatcher: Sendable {

@@ -9,12 +9,14 @@ import Foundation
 /// The same protocol as the iOS SDK's `Storage`; the primary associated type makes
 /// `any Storage<Token>` work. Conforming types must be safe to call from any task.
 ///
-/// The requirements are `nonisolated(nonsending)`: called from an actor (an app's main actor),
-/// they start on it, so a call answered from memory never leaves it (no hop to the global
-/// executor and back). A conformer written the iOS way, without the annotation, still conforms,
-/// and its methods take the same isolation: they run on the caller's actor until they await
-/// something that runs elsewhere. A conformer that blocks (synchronous file I/O, say) should do
-/// that work in a `@concurrent` function or on a thread of its own, not on the caller's actor.
+/// The requirements are `nonisolated(nonsending)`: a conformer that declares its methods so runs
+/// them with the caller's isolation (an app's main actor), so a call answered from memory
+/// (``StorageDelegate``'s cache) never leaves it: no hop to the global executor and back
+/// (`MainActorTests.whichExecutorAStorageCallRunsOn` checks it with `#isolation`). A conformer
+/// written the iOS way, without the annotation, still conforms; its methods are plain nonisolated
+/// async functions, which Swift 6 runs on the global concurrent executor, as it runs
+/// ``KeychainStorage``'s keyring work. A conformer that blocks (synchronous file I/O, say) must
+/// not be `nonsending`: it would block the caller's actor.
 public protocol Storage<T>: Sendable {
     /// The stored item's type.
     associatedtype T: Codable, Sendable

@@ -50,7 +50,9 @@ package struct TPMKeyUse<Value: Sendable>: Sendable {
 /// that restarted is simply found again. Nothing of tpm2-tss is loaded until a connection was
 /// chosen (its device opens, or tpm2-abrmd owns its name).
 ///
-/// Thread-safety: any thread; every call blocks its caller until the TPM answers or ``timeout``.
+/// Thread-safety: any thread. The synchronous calls (SecuredKey's, whose API is synchronous as
+/// iOS's is) block their caller until the TPM answers or ``timeout``; the async ones (`by:` a
+/// deadline) suspend their caller instead, never blocking one of Swift's cooperative threads.
 package enum TPM {
     private static let thread = TPMThread()
     private static let deadline = Locked<Duration>(.seconds(10))

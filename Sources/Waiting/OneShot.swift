@@ -2,7 +2,9 @@ import Locking
 
 /// One wait that ends exactly once: by its result, by its deadline, by Task cancellation, or by
 /// whoever else calls ``finish(_:)`` first (the provider going away, the connection closing). The
-/// one waiter of the package: every D-Bus call, prompt, session opening, lock and shared wait uses it.
+/// one waiter of the package: every D-Bus call, prompt, session opening, account lock, shared wait,
+/// file keyring call and TPM command waits through it. (A hop to a thread that answers at once,
+/// such as the D-Bus loop thread attaching a connection, is not a wait.)
 ///
 /// - The deadline is kept by the wait's ``Timekeeper`` (one timer on its executor).
 /// - Cancellation always ends the wait on that executor: what has to be undone then (dismissing a

@@ -56,8 +56,8 @@ struct Demo {
 
             if let info = try await storage.itemInfo() {
                 print("3. where it lives in the Secret Service:")
-                print("     collection: \(info.collectionPath)")
-                print("     item:       \(info.path)")
+                print("     collection: \(info.collection)")
+                print("     item:       \(info.location)")
                 print("     label:      \(info.label)")
                 for (name, value) in info.attributes.sorted(by: { $0.key < $1.key }) {
                     print("     attribute   \(name) = \(value)")

@@ -30,7 +30,6 @@
 // "error: encryptor: KIND: message" for an EncryptorError (KIND is its kind).
 import Foundation
 import PingStorage
-import SecretService
 
 @main
 struct Probe {
@@ -60,7 +59,7 @@ struct Probe {
             switch option {
             case "--service": configuration.service = take(&arguments)
             case "--collection":
-                guard let collection = try? CollectionReference(parsing: take(&arguments)) else { usage() }
+                guard let collection = try? KeychainConfiguration.Collection(parsing: take(&arguments)) else { usage() }
                 configuration.collection = collection
             case "--timeout-ms": configuration.timeout = .milliseconds(Int(take(&arguments)) ?? 25_000)
             case "--no-prompt": configuration.allowsPrompts = false
@@ -70,7 +69,7 @@ struct Probe {
             case "--exit-in-move":
                 // Ends the process at that step of a move into the sandbox, as a kill there would.
                 guard let step = Int(take(&arguments)) else { usage() }
-                HostMigration.stepHook.withLock { $0 = { if $0 == step { _exit(9) } } }
+                KeychainRuntime.exitInMove(atStep: step) { _exit(9) }
             default: usage()
             }
         }

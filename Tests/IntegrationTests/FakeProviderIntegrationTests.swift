@@ -128,7 +128,7 @@ extension Integration {
             #expect(error?.kind == "collectionNotFound", "\(String(describing: error))")
             #expect(error?.errorMessage.contains("it has: Login") == true, "names what exists: \(String(describing: error))")
             #expect(try fake.items().isEmpty, "no collection or item created silently")
-            let byPath = fake.storage(account, collection: .path(try ObjectPath(fakeLogin)))
+            let byPath = fake.storage(account, collection: .path(fakeLogin))
             try await byPath.save(item: "x")
             #expect(try fake.items().map(\.secret) == [storedJSON("x")])
         }

@@ -164,7 +164,7 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
     /// A KeychainStorage of the fake, in this process (every storage of one fake shares one
     /// connection, as in an app).
     func storage(_ account: String, timeout: Duration = .seconds(30), allowsPrompts: Bool = true,
-                 allowsPlainTransport: Bool = false, collection: CollectionReference = .default) -> KeychainStorage<String> {
+                 allowsPlainTransport: Bool = false, collection: KeychainConfiguration.Collection = .default) -> KeychainStorage<String> {
         KeychainStorage<String>(account: account, configuration: KeychainConfiguration(
             collection: collection, timeout: timeout, allowsPrompts: allowsPrompts,
             allowsPlainTransport: allowsPlainTransport, bus: .address(busAddress)))

@@ -153,7 +153,7 @@ struct Integration {
             let storage = KeychainStorage<String>(account: account, configuration: configuration)
             try await storage.save(item: "in memory")
             let info = try #require(try await storage.itemInfo())
-            #expect(info.collectionPath.rawValue == "/org/freedesktop/secrets/collection/session")
+            #expect(info.collection == "/org/freedesktop/secrets/collection/session")
             #expect(try SecretTool.lookup(lookup(account, service: "org.example.other")) == Data("\"in memory\"".utf8))
             // The default collection's storage of the same account does not see it.
             #expect(try await KeychainStorage<String>(account: account).get() == nil)

@@ -16,7 +16,7 @@ extension Integration.RoundTrips {
         let storage = KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration)
         // Connected, the session negotiated, a key in the collection and chosen.
         try await KeychainStorage<String>(account: uniqueAccount(), encryptor: encryptor, configuration: configuration).save(item: "key")
-        _ = try await ClientCalls.shared(for: configuration).client.provider()
+        _ = try await configuration.processClient.provider()
         #expect(try await storage.get() == nil)  // the collection's lock state known again after that creation
         _ = calls()
 

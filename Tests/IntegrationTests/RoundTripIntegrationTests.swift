@@ -1,5 +1,6 @@
 import Foundation
 @testable import PingStorage
+import DBusTransport
 import SecretService
 import Testing
 
@@ -20,7 +21,7 @@ extension Integration {
             #expect(try await KeychainStorage<String>(account: uniqueAccount(), configuration: configuration).get() == nil)
             // The transport session is negotiated in the background; a get that finds nothing does
             // not wait for it. Waiting here keeps its OpenSession in this step's calls.
-            _ = try await ClientCalls.shared(for: configuration).client.provider()
+            _ = try await configuration.processClient.provider()
             if provider == "fake" {
                 // A fresh connection (who owns the name, and its process), then, in any order, the
                 // session and the two searches at once, which share one read of the alias.
@@ -44,7 +45,7 @@ extension Integration {
             #expect(calls() == ["GetSecret"], "an unchanged value is not written")
 
             // Another client creates an item: nothing remembered is trusted any more.
-            _ = try await SecretServiceClient(bus: configuration.bus).createItem(in: .default, label: "other", attributes: ["x": "y"],
+            _ = try await SecretServiceClient(bus: BusAddress(configuration.bus)).createItem(in: .default, label: "other", attributes: ["x": "y"],
                                                        secret: SecretValue(bytes: Data("z".utf8)), replacing: false)
             #expect(try await storage.get() == "two")
             #expect(calls().sorted() == ["GetAll", "GetSecret", "SearchItems", "SearchItems", "SearchItems"],
@@ -59,7 +60,7 @@ extension Integration {
             // item beside it, never writing into it (it wrote into it, then added its attributes,
             // before).
             let legacy = uniqueAccount()
-            _ = try await SecretServiceClient(bus: configuration.bus).createItem(
+            _ = try await SecretServiceClient(bus: BusAddress(configuration.bus)).createItem(
                 in: .default, label: "1.x", attributes: ["service": configuration.service, "account": legacy],
                 secret: SecretValue(bytes: Data("\"1.x\"".utf8)), replacing: false)
             _ = calls()
@@ -97,7 +98,14 @@ extension Integration.RoundTrips {
 
         /// The methods called since the last call of this.
         var calls: @Sendable () -> [String] {
-            { [configuration] in ClientCalls.shared(for: configuration).client.takeCallLog() }
+            { [configuration] in configuration.processClient.takeCallLog() }
         }
+    }
+}
+
+extension KeychainConfiguration {
+    /// The client on the connection this process's storages of the configuration use.
+    var processClient: SecretServiceClient {
+        KeychainRuntime.process.place(for: self).secretService.client!
     }
 }

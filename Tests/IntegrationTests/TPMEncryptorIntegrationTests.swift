@@ -4,6 +4,8 @@ import Foundation
 import PingStorageCrypto
 import Testing
 import TPM
+import DBusTransport
+import SecretService
 
 extension Integration {
     /// SecuredKeyEncryptor's keys bound to a real TPM 2.0 (swtpm behind tpm2-abrmd,
@@ -125,14 +127,20 @@ extension Integration {
             defer { try? FileManager.default.removeItem(atPath: directory) }
             let path = directory + "/keyrings/default.keyring", app = "org.example.FileBound"
             let configuration = KeychainConfiguration(service: "tpm-file", backend: .fileKeyring(path: path), app: app)
-            var secret: [UInt8] = Array(0..<64)
-            try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &secret)
+            // A process whose Secret portal gives the file's secret.
+            func runtime() -> KeychainRuntime {
+                KeychainRuntime { bus in
+                    SecretServiceConnection(calls: ClientCalls(client: SecretServiceClient(bus: BusAddress(bus)), rememberedItems: RememberedItems()),
+                                            portalSecret: { _ throws(StorageFailure) in Array(0..<64) })
+                }
+            }
+            let process = runtime()
             let keyring = try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: Array(0..<64)))
             func storage(_ account: String, _ encryptor: any Encryptor) -> KeychainStorage<String> {
-                KeychainStorage(account: account, encryptor: encryptor, configuration: configuration)
+                KeychainStorage(account: account, encryptor: encryptor, cacheStrategy: .NO_CACHE, configuration: configuration, runtime: process)
             }
 
-            try await storage("first", try #require(SecuredKeyEncryptor(configuration: configuration))).save(item: "first")
+            try await storage("first", try #require(SecuredKeyEncryptor(configuration: configuration, runtime: process))).save(item: "first")
             let bound = try #require(try keyring.items().first { $0.attributes["xdg:schema"] == KeyVault.schema })
             #expect(bound.attributes[BoundKey.attribute] == BoundKey.tpm)
             let boundBytes = bound.secret.withUnsafeBytes { Data($0) }
@@ -156,8 +164,7 @@ extension Integration {
             }
 
             // A fresh vault (another process) chooses again: the refused key is passed over.
-            let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(keyring), app: app),
-                                                                          binding: .tpmWhenAvailable)))
+            let fresh = try #require(SecuredKeyEncryptor(configuration: configuration, runtime: runtime()))
             try await storage("second", fresh).save(item: "second")
             let second = try #require(try keyring.items().first { $0.attributes["account"] == "second" })
             #expect(try second.secret.withUnsafeBytes { try Envelope.header(of: Data($0)) }.keyID.hexString == bound.attributes["key-id"],

@@ -1,5 +1,5 @@
 import Foundation
-import PingStorage
+@testable import PingStorage
 import SecretService
 import Testing
 @testable import PingKeyringCore
@@ -41,7 +41,7 @@ struct AdviceOnceTests {
     /// What ping-keyring prints: the error line (and the JSON document) once each.
     @Test func theCommandLineShowsTheAdviceOnce() throws {
         for error in clientErrors {
-            let tool = ToolError.from(error)
+            let tool = ToolError.from(KeychainError(error))
             let line = PingKeyring.failure(tool, json: false)
             #expect(count(line.standardError) == 1, "\(line.standardError)")
             let json = PingKeyring.failure(tool, json: true)
@@ -53,7 +53,7 @@ struct AdviceOnceTests {
     @Test func theDoctorShowsOneFix() async throws {
         for (error, ownFix) in zip(clientErrors, [Doctor.Fix.unlocked, nil]) {
             var environment = FakeDoctorEnvironment()
-            environment.keysResult = .failure(ToolError.from(error))
+            environment.keysResult = .failure(ToolError.from(KeychainError(error)))
             let report = await Doctor.run(environment)
             let check = try #require(report.checks.last)
             #expect(check.status == .fail)

@@ -1,7 +1,6 @@
 import DBusTransport
 import Foundation
 import PingStorage
-import SecretService
 import Testing
 @testable import PingKeyringCore
 
@@ -100,14 +99,14 @@ struct ArgumentParserTests {
     }
 
     @Test func collectionValues() throws {
-        func collection(_ value: String) throws -> CollectionReference? {
+        func collection(_ value: String) throws -> KeychainConfiguration.Collection? {
             guard case .run(_, let options) = try ArgumentParser.parse(["list", "--collection", value]) else { return nil }
             return options.collection
         }
         #expect(try collection("default") == .default)
         #expect(try collection("session") == .session)
         #expect(try collection("work") == .alias("work"))
-        #expect(try collection("/org/freedesktop/secrets/collection/login") == .path(try ObjectPath("/org/freedesktop/secrets/collection/login")))
+        #expect(try collection("/org/freedesktop/secrets/collection/login") == .path("/org/freedesktop/secrets/collection/login"))
         let parsed = try parse("list")
         guard case .run(_, let options) = parsed else {
             Issue.record("'list' did not parse as a command: \(parsed)")
@@ -136,7 +135,7 @@ struct ArgumentParserTests {
     @Test func inlineValues() throws {
         #expect(try ArgumentParser.parse(["get", "--account=A=B", "--service=S", "--collection=/org/x"])
                 == .run(.get(account: "A=B", service: "S", raw: false),
-                        GlobalOptions(collection: .path(try ObjectPath("/org/x")))))
+                        GlobalOptions(collection: .path("/org/x"))))
         #expect(try ArgumentParser.parse(["get", "--account", "--weird"])
                 == .run(.get(account: "--weird", service: defaultService, raw: false), GlobalOptions()),
                 "a value option takes the next word, whatever it looks like")

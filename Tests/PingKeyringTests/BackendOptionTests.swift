@@ -44,7 +44,7 @@ struct BackendOptionTests {
         settings.backend = .secretService
         let configuration = settings.configuration()
         // A set backend is decided without any I/O.
-        let choice = try await settings.backendInUse(configuration)
+        let choice = try await settings.backend(of: settings.inventory(configuration))
         #expect(choice == KeychainBackendChoice(kind: .secretService, reason: "set by --backend secret-service"))
         #expect(try settings.plannedBackend(configuration) == choice)
         settings.backend = .fileKeyring(path: nil)

@@ -1,7 +1,5 @@
-import DBusTransport
 import Foundation
 import PingStorage
-import SecretService
 import Testing
 @testable import PingKeyringCore
 
@@ -16,8 +14,7 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
     var collectionDescription = "the default collection"
     var providerResult: Result<ProviderInfo, ToolError> = .success(ProviderInfo(
         name: "GNOME Keyring", executable: "/usr/bin/gnome-keyring-daemon", processID: 42, uniqueName: ":1.3", transport: "dh-ietf1024-sha256-aes128-cbc-pkcs7"))
-    var collectionResult: Result<SecretCollectionInfo, ToolError> = .success(SecretCollectionInfo(
-        path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: false))
+    var collectionResult: Result<KeyringCollection, ToolError> = .success(KeyringCollection(location: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: false))
     var probeResult: Result<String, ToolError> = .success("wrote, read back and deleted an item")
     var keysResult: Result<[EncryptionKeyItem], ToolError> = .success([keyItem(keyA, created: 100)])
     var others: OtherIdentitiesFinding?
@@ -27,7 +24,7 @@ struct FakeDoctorEnvironment: DoctorEnvironment {
     func fileKeyring() async throws(ToolError) -> FileKeyringState { try fileResult.get() }
     func movedIn() async -> MoveInFinding? { moveIn }
     func provider() async throws(ToolError) -> ProviderInfo { try providerResult.get() }
-    func collection() async throws(ToolError) -> SecretCollectionInfo { try collectionResult.get() }
+    func collection() async throws(ToolError) -> KeyringCollection { try collectionResult.get() }
     func probe() async throws(ToolError) -> String { try probeResult.get() }
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] { try keysResult.get() }
     func otherIdentities() async -> OtherIdentitiesFinding? { others }
@@ -113,8 +110,7 @@ struct DoctorTests {
 
     @Test func lockedCollection() async {
         var environment = FakeDoctorEnvironment()
-        environment.collectionResult = .success(SecretCollectionInfo(
-            path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: true))
+        environment.collectionResult = .success(KeyringCollection(location: "/org/freedesktop/secrets/collection/login", label: "Login", isLocked: true))
         let report = await Doctor.run(environment)
         #expect(statuses(report) == ["sessionBus:pass", "backend:pass", "provider:pass", "collection:pass", "unlocked:fail",
                                      "transport:pass", "probe:skip", "encryptionKey:skip"])
@@ -159,7 +155,7 @@ struct DoctorTests {
 
     @Test func jsonFieldNames() async throws {
         var environment = FakeDoctorEnvironment()
-        environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
+        environment.collectionResult = .success(KeyringCollection(location: "/c", label: "", isLocked: true))
         let document = await Doctor.run(environment).json.document
         #expect(keysInOrder(document) == ["ok", "exitCode", "busAddress", "backend", "collection", "appIdentity", "otherIdentities", "provider", "checks"])
         let json = try parseJSON(document)
@@ -271,7 +267,7 @@ struct DoctorTests {
 
     @Test func theKeyIsSkippedAfterTheKeyringFailed() async {
         var environment = FakeDoctorEnvironment()
-        environment.collectionResult = .success(SecretCollectionInfo(path: try! ObjectPath("/c"), label: "", isLocked: true))
+        environment.collectionResult = .success(KeyringCollection(location: "/c", label: "", isLocked: true))
         environment.keysResult = .failure(ToolError(kind: "other", message: "must not be asked"))
         let report = await Doctor.run(environment)
         #expect(report.checks[7].status == .skip)

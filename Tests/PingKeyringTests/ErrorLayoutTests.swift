@@ -1,16 +1,16 @@
 import DBusTransport
 import Foundation
-import PingStorage
+@testable import PingStorage
 import SecretService
 import Testing
 @testable import PingKeyringCore
 
 /// What the library says for a missing collection (SecretServiceClient's collectionNotFound,
 /// through KeychainError): the user's words, and the object paths apart.
-private let notFound = ToolError.from(SecretServiceError.collectionNotFound(
+private let notFound = ToolError.from(KeychainError(SecretServiceError.collectionNotFound(
     "find the 'nosuch' collection", .alias("nosuch"),
     known: [SecretCollectionInfo(path: try! ObjectPath("/org/freedesktop/secrets/collection/login"), label: "Login", isLocked: false),
-            SecretCollectionInfo(path: try! ObjectPath("/org/freedesktop/secrets/collection/session"), label: "", isLocked: false)]))
+            SecretCollectionInfo(path: try! ObjectPath("/org/freedesktop/secrets/collection/session"), label: "", isLocked: false)])))
 
 @Suite("Errors: the user's words first, the technical details below")
 struct ErrorLayoutTests {

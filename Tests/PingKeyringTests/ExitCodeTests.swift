@@ -1,5 +1,5 @@
 import Foundation
-import PingStorage
+@testable import PingStorage
 import SecretService
 import Testing
 @testable import PingKeyringCore
@@ -56,7 +56,8 @@ struct ExitCodeTests {
         for (code, kind, status) in cases {
             let error = SecretServiceError(code, operation: "read secret", message: "What happened.", recovery: "What to do.",
                                            detail: "/org/x/1", dbusErrorName: "org.x.E")
-            let mapped = ToolError.from(error)
+            // The commands see the library's translation (KeychainError), never the client's error.
+            let mapped = ToolError.from(KeychainError(error))
             #expect(mapped.kind == kind, "\(code)")
             #expect(mapped.status == status, "\(code)")
             #expect(mapped.message == "What happened. What to do.", "the client's message with its advice")

@@ -69,25 +69,25 @@ struct FileKeychainDamagedTests {
         let file = try TestFileKeyring()
         defer { file.remove() }
         _ = try await Self.fileWithDamagedAccount(file)
-        let inventory = try #require(try await FileKeyringInventory.open(for: file.configuration))
+        let inventory = try await file.inventory()
 
-        let state = try await inventory.state()
+        let state = try #require(try await inventory.fileState())
         #expect(state.exists && state.itemCount == 1)
-        #expect(state.damaged == [FileKeyringInventory.DamagedRecord(
+        #expect(state.damaged == [KeyringInventory.DamagedRecord(
             number: 2, damage: "failedMAC", problem: "it fails its MAC check",
             hashedAttributeNames: ["account", AppIdentity.attribute, "service", "username", "xdg:schema"])])
-        #expect(try await inventory.storedItem(account: "good")?.info.label == "good (\(KeychainConfiguration.defaultService))")
-        await #expect(throws: KeychainError.self) { _ = try await inventory.storedItem(account: "bad") }
+        #expect(try await file.storage(String.self, account: "good").itemInfo()?.label == "good (\(KeychainConfiguration.defaultService))")
+        await #expect(throws: KeychainError.self) { _ = try await file.storage(String.self, account: "bad").itemInfo() }
         await #expect(throws: KeychainError.self, "a list that would lack it") {
-            _ = try await inventory.items(matchingAny: [["service": KeychainConfiguration.defaultService]])
+            _ = try await inventory.items(matchingAny: [["service": KeychainConfiguration.defaultService]], reading: .metadata)
         }
-        #expect(try await inventory.items(matchingAny: [["service": "elsewhere"]]).isEmpty)
+        #expect(try await inventory.items(matchingAny: [["service": "elsewhere"]], reading: .secrets).isEmpty)
     }
 
     @Test func aKeyThatMayBeInADamagedRecordIsACorruptItemNeverAMissingKeyNorReplaced() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
-        let encryptor = try #require(SecuredKeyEncryptor(configuration: file.configuration))
+        let encryptor = try #require(file.encryptor())
         let storage = file.storage(String.self, account: "sealed", encryptor: encryptor)
         try await storage.save(item: "secret")
         var parsed = try KeyringFile(parsing: #require(try POSIX.readFile(file.path)), path: file.path)
@@ -96,17 +96,15 @@ struct FileKeychainDamagedTests {
         try Data(parsed.serialized()).write(to: URL(fileURLWithPath: file.path))
 
         // A vault of its own (as in a fresh process): the key is read from the file, not from memory.
-        let store = FileKeyringStore(keychain: FileKeychain.shared(path: file.path, configuration: file.configuration),
-                                     app: AppIdentity.current.id)
         let reader = file.storage(String.self, account: "sealed",
-                                  encryptor: try #require(SecuredKeyEncryptor(vault: KeyVault(store: store))))
+                                  encryptor: try #require(file.freshEncryptor()))
         let details = await Self.expectCorruptItem(.retrieve) { _ = try await reader.get() }
         #expect(details?.message.contains("damaged record") == true, "\(details?.message ?? "")")
 
         // Sealing new data needs a key: none is readable, and the damaged one is never replaced
         // by a new key behind the user's back.
         let writer = file.storage(String.self, account: "sealed-2",
-                                  encryptor: try #require(SecuredKeyEncryptor(vault: KeyVault(store: store))))
+                                  encryptor: try #require(file.freshEncryptor()))
         _ = await Self.expectCorruptItem(.save) { try await writer.save(item: "more") }
         #expect(try Self.records(file).count == 2, "no new key, no new item")
     }

@@ -18,16 +18,45 @@ struct TestFileKeyring {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("filekeychain-\(UUID().uuidString)").path
         path = directory + "/keyrings/default.keyring"
         configuration = KeychainConfiguration(timeout: timeout, backend: .fileKeyring(path: path))
-        var secret = Self.masterSecret
-        try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &secret)
+        runtime = Self.runtime()
         keyring = try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: Self.masterSecret))
     }
 
     /// The same file, opened independently (as another process or libsecret would).
     let keyring: FileKeyring
+    /// The runtime of this test's storages: its Secret portal gives ``masterSecret``.
+    let runtime: KeychainRuntime
 
-    func storage<T>(_ type: T.Type = T.self, account: String = "acct", encryptor: Encryptor = NoEncryptor()) -> KeychainStorage<T> {
-        KeychainStorage<T>(account: account, encryptor: encryptor, configuration: configuration)
+    /// A runtime as a process of the app has: no Secret Service, and a Secret portal that gives
+    /// ``masterSecret``.
+    static func runtime() -> KeychainRuntime {
+        KeychainRuntime(FakeSecretService()) { _ throws(PingStorage.StorageFailure) in masterSecret }
+    }
+
+    func storage<T>(_ type: T.Type = T.self, account: String = "acct", encryptor: Encryptor = NoEncryptor(),
+                    configuration: KeychainConfiguration? = nil) -> KeychainStorage<T> {
+        KeychainStorage<T>(account: account, encryptor: encryptor, cacheStrategy: .NO_CACHE,
+                           configuration: configuration ?? self.configuration, runtime: runtime)
+    }
+
+    /// SecuredKeyEncryptor on the file, in this test's runtime (its key binding `binding`, else the configuration's).
+    func encryptor(binding: KeychainConfiguration.KeyBinding? = nil) -> SecuredKeyEncryptor? {
+        var configuration = configuration
+        if let binding { configuration.keyBinding = binding }
+        return SecuredKeyEncryptor(configuration: configuration, runtime: runtime)
+    }
+
+    /// SecuredKeyEncryptor on the file as a fresh process has it (a runtime of its own: nothing in
+    /// memory), with unbound keys.
+    func freshEncryptor() -> SecuredKeyEncryptor? {
+        var configuration = configuration
+        configuration.keyBinding = .none
+        return SecuredKeyEncryptor(configuration: configuration, runtime: Self.runtime())
+    }
+
+    /// What ping-keyring sees of the file, in this test's runtime.
+    func inventory() async throws -> KeyringInventory {
+        try await KeyringInventory.open(for: configuration, in: runtime)
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: directory) }
@@ -53,7 +82,7 @@ struct FileKeychainTests {
         try await storage.delete()
         #expect(try await storage.get() == nil)
         #expect(try file.keyring.items().isEmpty)
-        #expect(try await file.configuration.backendInUse() == KeychainBackendChoice(
+        #expect(try await file.configuration.backendInUse(in: file.runtime) == KeychainBackendChoice(
             kind: .fileKeyring(path: file.path), reason: "set in KeychainConfiguration"))
     }
 
@@ -63,10 +92,13 @@ struct FileKeychainTests {
         let storage = file.storage(Dog.self)
         #expect(try await storage.storedItem() == nil)
         try await storage.save(item: lucky)
-        let (info, secret) = try #require(try await storage.storedItem())
+        let (info, secret, contentType) = try #require(try await storage.storedItem())
         #expect(info == (try await storage.itemInfo()))
         #expect(info.attributes == ours)
-        #expect(try JSONDecoder().decode(Dog.self, from: secret.bytes) == lucky)
+        #expect(info.location == "/file/default/1")
+        #expect(info.collection == file.path)
+        #expect(contentType == "text/plain")
+        #expect(try JSONDecoder().decode(Dog.self, from: secret) == lucky)
     }
 
     /// Python keyring's item (service + username, no account) is read while the app has no item
@@ -121,10 +153,15 @@ struct FileKeychainTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/keyrings/default.keyring"
         let configuration = KeychainConfiguration(timeout: .seconds(120), backend: .fileKeyring(path: path))
-        var long = TestFileKeyring.masterSecret + Array(repeating: 0xAB, count: 36)
-        try FileKeychain.shared(path: path, configuration: configuration).install(wiping: &long)
-        #expect(long.allSatisfy { $0 == 0 }, "the portal's bytes are wiped")
-        try await KeychainStorage<String>(account: "acct", configuration: configuration).save(item: "token")
+        let long = TestFileKeyring.masterSecret + Array(repeating: 0xAB, count: 36)
+        var given = long
+        let keychain = FileKeychain(path: path) { _ throws(PingStorage.StorageFailure) in long }
+        try keychain.install(wiping: &given)
+        #expect(given.allSatisfy { $0 == 0 }, "the portal's bytes are wiped")
+        // The secret as the portal gives it, the keyring opened at the first call.
+        let runtime = KeychainRuntime(FakeSecretService()) { _ throws(PingStorage.StorageFailure) in long }
+        try await KeychainStorage<String>(account: "acct", encryptor: NoEncryptor(), cacheStrategy: .NO_CACHE,
+                                          configuration: configuration, runtime: runtime).save(item: "token")
         let libsecretView = try FileKeyring(path: path, masterSecret: FileKeyringSecret(copying: TestFileKeyring.masterSecret))
         #expect(try libsecretView.lookup(["account": "acct"])?.secret == FileKeyringSecret(utf8: "\"token\""))
     }
@@ -159,7 +196,7 @@ struct FileKeychainTests {
         #expect(flock(lock, LOCK_EX) == 0)
         let started = ContinuousClock.now
         do {
-            try await KeychainStorage<String>(account: "acct", configuration: hurried).save(item: "second")
+            try await file.storage(String.self, configuration: hurried).save(item: "second")
             Issue.record("expected timedOut")
         } catch let error as KeychainError {
             #expect(error.kind == "timedOut")
@@ -188,9 +225,7 @@ struct FileKeychainTests {
         let file = try TestFileKeyring()
         defer { file.remove() }
         // A plain key, whether a TPM answers or not (`dbus-test/run --tpm`): its 32 bytes are in the file.
-        var configuration = file.configuration
-        configuration.keyBinding = .none
-        let encryptor = try #require(SecuredKeyEncryptor(configuration: configuration))
+        let encryptor = try #require(file.encryptor(binding: KeychainConfiguration.KeyBinding.none))
         try await file.storage(Dog.self, encryptor: encryptor).save(item: lucky)
         try await file.storage(Dog.self, account: "b", encryptor: encryptor).save(item: lucky)
         let keys = try file.keyring.items().filter { $0.attributes["xdg:schema"] == KeyVault.schema }
@@ -199,7 +234,7 @@ struct FileKeychainTests {
         let stored = try #require(file.keyring.items().first { $0.attributes["account"] == "acct" })
         #expect(stored.secret.withBytes { span in (0..<span.count).map { span[$0] } } != Array(try JSONEncoder().encode(lucky)))
         // A fresh vault (another process) reads the key from the file.
-        let fresh = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id))))
+        let fresh = try #require(file.freshEncryptor())
         #expect(try await file.storage(Dog.self, encryptor: fresh).get() == lucky)
     }
 

@@ -13,8 +13,9 @@ struct HostMigrationTests {
 
     private func migration(_ host: FakeSecretService, _ keyring: FileKeyring, answers: Bool = true,
                            tpmReachable: Bool = false) -> HostMigration {
-        HostMigration(host: host, hostAnswers: { answers }, keyring: keyring, service: service, app: Self.app,
-                      collection: .default, deadline: Deadline(timeout: .seconds(120)), tpmReachable: { tpmReachable })
+        HostMigration(host: SecretServiceHost(calls: host, collection: .default, answers: { _ in answers }), keyring: keyring,
+                      service: service, app: Self.app, deadline: Deadline(timeout: .seconds(120)),
+                      tpmReachable: { tpmReachable }, reached: { _ in })
     }
 
     /// The items and keys no app owns (PingStorage 1.x's, Python keyring's) are copied and stay on

@@ -67,7 +67,7 @@ struct IOSParityTests {
     @Test func aKeyReadDuringASaveIsASaveFailureAndOnItsOwnARetrieveFailure() async throws {
         let fake = FakeSecretService()
         fake.state.withLock { $0.collectionLocked = true; $0.promptsUnlock = false }
-        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(backend: fake, collection: .default)))
+        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault.on(fake)))
         let storage = KeychainStorage<Note>(account: "acct", encryptor: encryptor, cacheStrategy: .NO_CACHE,
                                            configuration: KeychainConfiguration(), backend: fake)
         await #expect(throws: KeychainError.unableToSave) { try await storage.save(item: Note(text: "x")) }
@@ -133,7 +133,7 @@ struct IOSParityTests {
 
     @Test func securedKeyEncryptorsFailuresAreIOSCasesWithTheirReasons() async throws {
         let fake = FakeSecretService()
-        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(backend: fake, collection: .default)))
+        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault.on(fake)))
         var sealed = try await encryptor.encrypt(data: Data("secret".utf8))
         sealed[sealed.count - 1] ^= 1
         do {

@@ -54,7 +54,8 @@ struct IdentitiesTests {
     }
 
     @Test func movingFromTheAppItselfIsRefused() async throws {
-        let configuration = KeychainConfiguration(app: Self.new)
-        await #expect(throws: KeychainError.self) { try await KeychainIdentities.move(from: Self.new, configuration) }
+        let configuration = KeychainConfiguration(backend: .secretService, app: Self.new)
+        let inventory = try await KeyringInventory.open(for: configuration, in: KeychainRuntime(FakeSecretService()))
+        await #expect(throws: KeychainError.self) { try await inventory.move(from: Self.new) }
     }
 }

@@ -33,7 +33,7 @@ struct KeyVaultTests {
     @Test(arguments: [false, true])
     func aKeyRewrittenUnderItsIdIsPickedUpBeforeASaveIsReportedDone(everythingRemembered: Bool) async throws {
         let fake = FakeSecretService()
-        let running = KeyVault(backend: fake, collection: .default)
+        let running = KeyVault.on(fake)
         try await storage(fake, running).save(item: Note(text: "first"))
         if everythingRemembered { try await storage(fake, running).save(item: Note(text: "remembered")) }
         let (path, _) = try keyItem(fake)
@@ -44,7 +44,7 @@ struct KeyVaultTests {
         }
         try await storage(fake, running).save(item: Note(text: "second"))
 
-        let fresh = KeyVault(backend: fake, collection: .default)
+        let fresh = KeyVault.on(fake)
         #expect(try await storage(fake, fresh).get() == Note(text: "second"), "a fresh process reads what was saved")
     }
 
@@ -52,11 +52,11 @@ struct KeyVaultTests {
     /// seal data no one can open, or open nothing.
     @Test func keyBytesThatDoNotMatchTheirCheckValueAreRefused() async throws {
         let fake = FakeSecretService()
-        try await storage(fake, KeyVault(backend: fake, collection: .default)).save(item: Note(text: "kept"))
+        try await storage(fake, KeyVault.on(fake)).save(item: Note(text: "kept"))
         let (path, key) = try keyItem(fake)
         #expect(key.attributes["key-check"]?.count == 16, "a check value is stored with every new key")
         fake.state.withLock { $0.items[path]!.secret = SecretValue(bytes: Data(repeating: 7, count: 32)) }
-        let fresh = KeyVault(backend: fake, collection: .default)
+        let fresh = KeyVault.on(fake)
         for attempt in ["get", "save"] {
             do {
                 if attempt == "get" { _ = try await storage(fake, fresh).get() } else {
@@ -78,7 +78,7 @@ struct KeyVaultTests {
     /// the same moment) moves to the older one at its next encryption.
     @Test func aProcessMovesToTheOldestKeyOnceItSeesIt() async throws {
         let fake = FakeSecretService()
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         try await storage(fake, vault).save(item: Note(text: "mine"))
         let own = try sealingKey(fake)
 
@@ -94,14 +94,14 @@ struct KeyVaultTests {
         }
         try await storage(fake, vault).save(item: Note(text: "again"))
         #expect(try sealingKey(fake) == olderID, "moved from \(own) to the oldest key")
-        #expect(try await storage(fake, KeyVault(backend: fake, collection: .default)).get() == Note(text: "again"))
+        #expect(try await storage(fake, KeyVault.on(fake)).get() == Note(text: "again"))
     }
 
     /// One caller gives up while the encryption key is being created: it leaves at once, with
     /// nothing saved for it, and the caller that joined the creation gets the one key.
     @Test func aCallerCancelledWhileTheKeyIsCreatedLeavesAndTheOtherGetsTheKey() async throws {
         let fake = FakeSecretService()
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         let hold = Hold()
         fake.state.withLock { $0.holdNextCreate = hold }
         let cancelled = Task { try await storage(fake, vault, account: "leaves").save(item: Note(text: "never")) }
@@ -117,7 +117,7 @@ struct KeyVaultTests {
         let keys = fake.items.values.filter { $0.attributes["xdg:schema"] == KeyVault.schema }
         #expect(keys.count == 1, "one key, created once")
         #expect(!fake.items.values.contains { $0.attributes["account"] == "leaves" }, "nothing saved for the caller that left")
-        #expect(try await storage(fake, KeyVault(backend: fake, collection: .default), account: "stays").get() == Note(text: "kept"))
+        #expect(try await storage(fake, KeyVault.on(fake), account: "stays").get() == Note(text: "kept"))
     }
 
     /// Returns once `condition` holds; throws, naming `what`, when it did not within 30 s.

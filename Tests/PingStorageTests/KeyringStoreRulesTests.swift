@@ -42,7 +42,7 @@ struct StoreUnderTest {
             configuration = KeychainConfiguration()
             let fake = FakeSecretService()
             let base: UInt64 = 1_700_000_000
-            store = SecretServiceStore(calls: fake, keyCollection: configuration.collection, app: AppIdentity.current.id)
+            store = SecretServiceStore(fake, collection: configuration.collection)
             seed = { label, attributes, secret, created, modified in
                 fake.seed(attributes: attributes, secret: secret, label: label, modifiedOffset: TimeInterval(modified) - TimeInterval(base),
                           createdOffset: TimeInterval(created) - TimeInterval(base))
@@ -57,7 +57,7 @@ struct StoreUnderTest {
         case .fileKeyring:
             let file = try TestFileKeyring()
             configuration = file.configuration
-            store = FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id)
+            store = FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id, boundKeys: BoundKeys())
             seed = { label, attributes, secret, created, modified in
                 let item = FileKeyringItem(label: label, attributes: attributes, secret: FileKeyringSecret(copying: Data(secret.utf8)),
                                            created: created, modified: modified)
@@ -80,7 +80,7 @@ struct StoreUnderTest {
 
     @discardableResult
     func write(_ value: String) async throws -> Bool {
-        try await store.write(SecretValue(bytes: Data(value.utf8)), holds: { $0 == Data(value.utf8) }, for: rules, by: Self.deadline)
+        try await store.write(StoredSecret(bytes: Data(value.utf8)), holds: { $0 == Data(value.utf8) }, for: rules, by: Self.deadline)
     }
 
     func ofAccount() async throws -> [Seen] { try await contents().filter { rules.belongsToAccount($0.attributes) } }
@@ -208,7 +208,7 @@ struct KeyringStoreRulesTests {
         let configuration = KeychainConfiguration()
         let rules = AccountRules(account: "acct", configuration: configuration)
         fake.seed(attributes: Self.ours.merging([AppIdentity.attribute: "com.example.Other"]) { $1 }, secret: "theirs")
-        let store = SecretServiceStore(calls: fake, keyCollection: configuration.collection, app: AppIdentity.current.id)
+        let store = SecretServiceStore(fake, collection: configuration.collection)
         #expect(try await store.read(rules, by: StoreUnderTest.deadline) == nil)
         #expect(fake.infoReads == 1, "one itemInfo for the other app's item, found by both searches")
     }

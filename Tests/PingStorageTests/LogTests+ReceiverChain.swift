@@ -45,7 +45,7 @@ extension LogTests {
     }
 
     @Test func theSecretServiceHandlerStaysOneClosure() {
-        _ = Log.forwardingSecretService
+        Log.forwardSecretServiceDiagnostics()
         let added = framesAdded(after: { for _ in 0..<Self.receiverReads { _ = SecretServiceDiagnostics.handler } },
                                 sending: { SecretServiceDiagnostics.report(.debug, $0) })
         #expect(added < 200, "the call went \(added) frames deeper after \(Self.receiverReads) reads")

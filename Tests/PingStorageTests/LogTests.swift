@@ -67,8 +67,8 @@ struct LogTests {
         let file = try TestFileKeyring()
         defer { file.remove() }
         let marker = "s3cret-\(UUID().uuidString)"
-        let encryptor = try #require(SecuredKeyEncryptor(configuration: file.configuration))
-        let storage = KeychainStorage<String>(account: "filelog", encryptor: encryptor, configuration: file.configuration)
+        let encryptor = try #require(file.encryptor())
+        let storage = file.storage(String.self, account: "filelog", encryptor: encryptor)
         try await storage.save(item: marker)
         #expect(try await storage.get() == marker)
         let key = try #require(try file.keyring.items().first { $0.attributes["xdg:schema"] == KeyVault.schema })

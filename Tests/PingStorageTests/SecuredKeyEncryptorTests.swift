@@ -31,7 +31,7 @@ struct SecuredKeyEncryptorTests {
 
     @Test func roundTripStoresNoPlaintextAndCreatesOneKeyLazily() async throws {
         let fake = FakeSecretService()
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         let storage = encryptedStorage(fake, vault: vault)
         #expect(fake.items.isEmpty, "init touches nothing")
         try await storage.save(item: token)
@@ -51,7 +51,7 @@ struct SecuredKeyEncryptorTests {
 
     @Test func bytesCopiedToAnotherAccountDoNotDecrypt() async throws {
         let fake = FakeSecretService()
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         try await encryptedStorage(fake, vault: vault).save(item: token)
         let stolen = try #require(fake.items.values.first { $0.attributes["account"] == "acct" }).secret
         _ = fake.seed(attributes: ["service": "com.pingidentity.keychainService", "account": "other"],
@@ -66,11 +66,11 @@ struct SecuredKeyEncryptorTests {
 
     @Test func aDeletedKeyIsADistinctErrorTheItemStaysAndNewSavesWork() async throws {
         let fake = FakeSecretService()
-        try await encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default)).save(item: token)
+        try await encryptedStorage(fake, vault: KeyVault.on(fake)).save(item: token)
         let keyPath = try #require(keyItems(fake).keys.first)
         _ = try await fake.deleteItem(keyPath)
         // A fresh vault (a new process) cannot find the key.
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         let storage = encryptedStorage(fake, vault: vault)
         do {
             _ = try await storage.get()
@@ -87,14 +87,14 @@ struct SecuredKeyEncryptorTests {
 
     @Test func aKeyDeletedWhileTheProcessRunsIsNotUsedForNewData() async throws {
         let fake = FakeSecretService()
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         let storage = encryptedStorage(fake, vault: vault)
         try await storage.save(item: token)
         let oldKey = try #require(keyItems(fake).keys.first)
         _ = try await fake.deleteItem(oldKey)
         try await storage.save(item: Token(accessToken: "after", refreshToken: "r"))
         // A fresh process (vault) can read the new data: it was encrypted with a key in the keyring.
-        let fresh = encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default))
+        let fresh = encryptedStorage(fake, vault: KeyVault.on(fake))
         #expect(try await fresh.get()?.accessToken == "after")
         #expect(keyItems(fake).count == 1)
         #expect(keyItems(fake).keys.first != oldKey)
@@ -103,7 +103,7 @@ struct SecuredKeyEncryptorTests {
     @Test func concurrentFirstUseInManyVaultsConvergesAndEverythingDecrypts() async throws {
         let fake = FakeSecretService()
         // Eight "processes" (vaults) racing on an empty keyring.
-        let vaults = (0..<8).map { _ in KeyVault(backend: fake, collection: .default) }
+        let vaults = (0..<8).map { _ in KeyVault.on(fake) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, vault) in vaults.enumerated() {
                 group.addTask {
@@ -114,7 +114,7 @@ struct SecuredKeyEncryptorTests {
             try await group.waitForAll()
         }
         // Any process, including a fresh one, reads everything.
-        let fresh = KeyVault(backend: fake, collection: .default)
+        let fresh = KeyVault.on(fake)
         for index in 0..<8 {
             for vault in [fresh, vaults[(index + 3) % 8]] {
                 #expect(try await encryptedStorage(fake, vault: vault, account: "acct\(index)").get()?.accessToken == "a\(index)")
@@ -126,9 +126,9 @@ struct SecuredKeyEncryptorTests {
             return try await group.reduce(into: Set<KeyID>()) { $0.insert($1) }
         }
         #expect(firstKeys.count == 1, "every process seals new data with the same key: \(firstKeys)")
-        let later = KeyVault(backend: fake, collection: .default)
+        let later = KeyVault.on(fake)
         let oldest = try await later.currentKey().0
-        #expect(try await KeyVault(backend: fake, collection: .default).currentKey().0 == oldest)
+        #expect(try await KeyVault.on(fake).currentKey().0 == oldest)
     }
 
     @Test func unencryptedDataIsAnUnsupportedFormatNotACrash() async throws {
@@ -136,7 +136,7 @@ struct SecuredKeyEncryptorTests {
         _ = fake.seed(attributes: ["service": "com.pingidentity.keychainService", "account": "acct"],
                       secret: #"{"accessToken":"x","refreshToken":"y"}"#)
         do {
-            _ = try await encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default)).get()
+            _ = try await encryptedStorage(fake, vault: KeyVault.on(fake)).get()
             Issue.record("expected unsupportedFormat")
         } catch let error as EncryptorError {
             guard case .unsupportedFormat = error.reason else { Issue.record("got \(error)"); return }
@@ -145,9 +145,9 @@ struct SecuredKeyEncryptorTests {
 
     @Test func aLockedKeyringIsAKeychainErrorNotAMissingKey() async throws {
         let fake = FakeSecretService()
-        try await encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default)).save(item: token)
+        try await encryptedStorage(fake, vault: KeyVault.on(fake)).save(item: token)
         fake.state.withLock { $0.collectionLocked = true; $0.promptsUnlock = false }
-        let fresh = encryptedStorage(fake, vault: KeyVault(backend: fake, collection: .default))
+        let fresh = encryptedStorage(fake, vault: KeyVault.on(fake))
         do {
             _ = try await fresh.get()
             Issue.record("expected locked")
@@ -159,7 +159,7 @@ struct SecuredKeyEncryptorTests {
 
     @Test func unboundEncryptRoundTripsAndIsNotInterchangeableWithBound() async throws {
         let fake = FakeSecretService()
-        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(backend: fake, collection: .default)))
+        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault.on(fake)))
         let sealed = try await encryptor.encrypt(data: Data("hello".utf8))
         #expect(try await encryptor.decrypt(data: sealed) == Data("hello".utf8))
         await #expect(throws: EncryptorError.failedToDecrypt) {

@@ -15,7 +15,7 @@ struct UnchangedEncryptedSaveTests {
 
     @Test func onTheSecretServiceAnUnchangedValueIsNotWrittenAndAChangedOneIs() async throws {
         let fake = FakeSecretService()
-        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(backend: fake, collection: .default)))
+        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault.on(fake)))
         let storage = KeychainStorage<String>(account: "acct", encryptor: encryptor, cacheStrategy: .NO_CACHE,
                                              configuration: KeychainConfiguration(), backend: fake)
         try await storage.save(item: "token")
@@ -29,7 +29,7 @@ struct UnchangedEncryptedSaveTests {
 
     @Test func anEnvelopeOfTheSameValueForAnotherItemIsWrittenOver() async throws {
         let fake = FakeSecretService()
-        let vault = KeyVault(backend: fake, collection: .default)
+        let vault = KeyVault.on(fake)
         let encryptor = try #require(SecuredKeyEncryptor(vault: vault))
         // The same plaintext, sealed for another account (bound to it), copied into this one.
         let foreign = try await encryptor.encrypt(data: Data(#""token""#.utf8),
@@ -46,7 +46,7 @@ struct UnchangedEncryptedSaveTests {
     @Test func inTheFileKeyringAnUnchangedValueLeavesTheFileAsItIs() async throws {
         let file = try TestFileKeyring()
         defer { file.remove() }
-        let encryptor = try #require(SecuredKeyEncryptor(vault: KeyVault(store: FileKeyringStore(keychain: .wrapping(file.keyring), app: AppIdentity.current.id))))
+        let encryptor = try #require(file.encryptor(binding: KeychainConfiguration.KeyBinding.none))
         let storage = file.storage(String.self, encryptor: encryptor)
         try await storage.save(item: "token")
         let before = try Data(contentsOf: URL(fileURLWithPath: file.path))

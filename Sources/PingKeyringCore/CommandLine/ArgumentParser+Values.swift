@@ -1,5 +1,4 @@
 import PingStorage
-import SecretService
 
 /// The values of a parsed command line: the global options, `search`'s and `lookup`'s attribute
 /// pairs, and the ``Command`` built from them.
@@ -13,9 +12,9 @@ extension ArgumentParser {
         options.verbose = values["verbose"] != nil
         if let collection = values["collection"] {
             do {
-                options.collection = try CollectionReference(parsing: collection)
+                options.collection = try KeychainConfiguration.Collection(parsing: collection)
             } catch {
-                throw .usage("--collection: \(error.message)", command: command)
+                throw .usage("--collection: \(error.details?.message ?? error.errorMessage)", command: command)
             }
         }
         if let text = values["timeout"] {

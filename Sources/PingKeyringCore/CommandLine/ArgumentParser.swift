@@ -1,10 +1,9 @@
 import PingStorage
-import SecretService
 
 /// The options every command shares.
 struct GlobalOptions: Sendable, Equatable {
     /// `--collection`; nil: `$PINGSTORAGE_COLLECTION`, else the `default` alias (KeychainConfiguration's rule).
-    var collection: CollectionReference?
+    var collection: KeychainConfiguration.Collection?
     /// `--timeout`; nil: the library's default (25 s).
     var timeout: Duration?
     /// `--no-prompt`.

@@ -1,5 +1,4 @@
 import PingStorage
-import SecretService
 
 /// Which app `get`, `save` and `delete` act as when none is chosen: outside a sandbox without
 /// `--app`. ping-keyring's own identity would be its executable's path, which no app's items
@@ -25,10 +24,10 @@ enum AppChoice {
     /// - Returns: nil when no app has an item of the account: reads and deletes then reach the
     ///   items with no app only, as every app's would.
     /// - Throws: ``ToolError`` `usage` when `--app` must choose; the keyring's errors.
-    static func app(for account: String, service: String, purpose: Purpose,
-                    settings: KeyringSettings) async throws(ToolError) -> String? {
+    static func app(for account: String, service: String, purpose: Purpose, settings: KeyringSettings,
+                    in inventory: KeyringInventory) async throws(ToolError) -> String? {
         if let app = settings.scopedApp { return app }
-        let owners = try await owners(of: account, service: service, settings: settings)
+        let owners = try await owners(of: account, service: service, in: inventory)
         return try choose(among: owners, account: account, service: service, purpose: purpose)
     }
 
@@ -54,41 +53,14 @@ enum AppChoice {
     }
 
     /// The apps of the items with `service` and `account` (items found only by `username`, Python
-    /// keyring's and go-keyring's, have no app). Never unlocks, prompts or reads a secret on the
-    /// Secret Service; in a file keyring, the values read are wiped at once.
-    static func owners(of account: String, service: String, settings: KeyringSettings) async throws(ToolError) -> Set<String> {
-        let configuration = settings.configuration(service: service)
-        let query = ["service": service, "account": account]
+    /// keyring's and go-keyring's, have no app), in `inventory`. Never unlocks, prompts or reads a
+    /// secret.
+    static func owners(of account: String, service: String, in inventory: KeyringInventory) async throws(ToolError) -> Set<String> {
         do {
-            if let inventory = try await FileKeyringInventory.open(for: configuration) {
-                var items = try await inventory.items(matchingAny: [query])
-                for index in items.indices { items[index].value.bytes.wipeInPlace() }
-                return Set(items.compactMap { $0.info.attributes[AppIdentity.attribute] })
-            }
-            return try await owners(matching: query, in: configuration.collection, settings.client())
+            let items = try await inventory.items(matchingAny: [["service": service, "account": account]], reading: .metadata)
+            return Set(items.compactMap { $0.info.attributes[AppIdentity.attribute] })
         } catch {
             throw ToolError.from(error)
-        }
-    }
-
-    /// The apps of the items matching `query` on the Secret Service: a search that neither
-    /// unlocks nor prompts, and the attributes of each item (an item deleted meanwhile is skipped).
-    private static func owners(matching query: [String: String], in collection: CollectionReference,
-                               _ client: SecretServiceClient) async throws(SecretServiceError) -> Set<String> {
-        let found = try await client.searchItems(matching: query, in: collection)
-        var apps = Set<String>()
-        for path in found.unlocked + found.locked {
-            if let app = try await app(of: path, client) { apps.insert(app) }
-        }
-        return apps
-    }
-
-    /// The item's app; nil when it has none or was deleted meanwhile.
-    private static func app(of path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> String? {
-        do throws(SecretServiceError) {
-            return try await client.itemInfo(path).attributes[AppIdentity.attribute]
-        } catch where error.code == .itemNotFound {
-            return nil
         }
     }
 }

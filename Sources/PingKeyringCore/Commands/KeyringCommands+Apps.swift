@@ -5,10 +5,9 @@ import PingStorage
 extension KeyringCommands {
     /// The identities with items of `service` or keys, each with its accounts and keys.
     static func apps(service: String, settings: KeyringSettings) async throws(ToolError) -> AppsReport {
-        let configuration = settings.configuration(service: service)
-        let backend = try await settings.backendInUse(configuration)
+        let inventory = try await settings.inventory(settings.configuration(service: service))
         let items: [KeychainIdentities.Item]
-        do { items = try await KeychainIdentities.items(configuration) } catch { throw ToolError.from(error) }
+        do { items = try await inventory.identities() } catch { throw ToolError.from(error) }
         var identities: [String?: AppsReport.Identity] = [:]
         for item in items {
             var identity = identities[item.app] ?? AppsReport.Identity(app: item.app)
@@ -24,7 +23,7 @@ extension KeyringCommands {
             identity.sharedAccounts = identity.app == current || identity.app == nil ? [] : identity.accounts.filter(currentAccounts.contains)
             return identity
         }.sorted { ($0.app == current ? 0 : $0.app == nil ? 2 : 1, $0.app ?? "") < ($1.app == current ? 0 : $1.app == nil ? 2 : 1, $1.app ?? "") }
-        return AppsReport(service: service, app: current, identities: sorted, backend: backend)
+        return AppsReport(service: service, app: current, identities: sorted, backend: settings.backend(of: inventory))
     }
 
     /// Gives `old`'s items of `service` to the app the settings act as.
@@ -33,11 +32,10 @@ extension KeyringCommands {
             throw ToolError.usage("move needs --app ID: the app to give \(old)'s items to (what it passes to AppIdentity.set, "
                 + "e.g. com.example.App). Nothing was moved.", command: "move")
         }
-        let configuration = settings.configuration(service: service, app: app)
-        let backend = try await settings.backendInUse(configuration)
+        let inventory = try await settings.inventory(settings.configuration(service: service, app: app))
         do {
-            let move = try await KeychainIdentities.move(from: old, configuration)
-            return MoveReport(from: old, app: app, service: service, move: move, backend: backend)
+            let move = try await inventory.move(from: old)
+            return MoveReport(from: old, app: app, service: service, move: move, backend: settings.backend(of: inventory))
         } catch {
             throw ToolError.from(error)
         }

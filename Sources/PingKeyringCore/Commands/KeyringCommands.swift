@@ -4,88 +4,20 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorage
-import SecretService
 
 /// The commands that touch the keyring, on the backend ``KeychainStorage`` uses with the same
 /// settings (the Secret Service, or in a sandbox the app's file keyring), each reporting which
-/// and why. `save` and `delete` go through ``KeychainStorage`` itself and `get` reads the item
-/// `KeychainStorage.get()` reads (found through it, or in a file by the library's own rules,
-/// ``FileKeyringInventory``), so they find, write and delete exactly the item an app would, and
-/// encrypt and decrypt with ``SecuredKeyEncryptor`` bound to the item's service and account as
-/// KeychainStorage does. `list` searches with ``SecretServiceClient`` (or reads the file through
-/// ``FileKeyringInventory``) because the library has no "every account" call.
+/// and why. Each opens the keyring once (``KeyringInventory``, on the library's one backend seam)
+/// and never tells the backends apart itself. `save` and `delete` go through ``KeychainStorage``
+/// itself and `get` reads the item `KeychainStorage.get()` reads, so they find, write and delete
+/// exactly the item an app would, and encrypt and decrypt with ``SecuredKeyEncryptor`` bound to
+/// the item's service and account as KeychainStorage does. `list`, `search` and `lookup` read any
+/// tool's items through the inventory, because the Storage API has no "every account" call.
 enum KeyringCommands {
     /// The `xdg:schema` attribute of items PingStorage writes (the library's).
     static let schemaName = KeychainStorageSchemas.item
     /// The `xdg:schema` attribute of SecuredKeyEncryptor's key items (with a `key-id` attribute).
     static let keySchemaName = KeychainStorageSchemas.key
-
-    // MARK: list
-
-    /// The items PingStorage keeps (with `service`: the items of that service) where the
-    /// configured backend keeps them, each measured and classified, never printed.
-    /// - Throws: ``ToolError`` with the library's kinds (`noSecretService`, `locked`, …).
-    static func list(service: String?, settings: KeyringSettings) async throws(ToolError) -> ListReport {
-        let configuration = settings.configuration()
-        let backend = try await settings.backendInUse(configuration)
-        let queries = service.map { [["service": $0]] }
-            ?? [["xdg:schema": schemaName], ["service": KeychainConfiguration.defaultService]]
-        var report: ListReport
-        do {
-            if let inventory = try await FileKeyringInventory.open(for: configuration) {
-                report = try await list(queries, service: service, in: inventory)
-            } else {
-                report = try await list(queries, service: service, settings: settings)
-            }
-        } catch {
-            throw ToolError.from(error)
-        }
-        if let app = settings.scopedApp {
-            // A filter shows exactly that app's items; the items with no app, which it reads
-            // too, are listed without --app.
-            report.items = report.items.filter { $0.app == app }
-        }
-        report.app = settings.scopedApp
-        report.backend = backend
-        return report
-    }
-
-    /// `list` on the Secret Service: the collection searched as KeychainStorage searches it.
-    private static func list(_ queries: [[String: String]], service: String?,
-                             settings: KeyringSettings) async throws(SecretServiceError) -> ListReport {
-        let collection = settings.configuration().collection
-        let client = settings.client()
-        let info = try await client.collectionInfo(collection)
-        // Search and unlock as KeychainStorage does (the client's unlock policy).
-        var paths: [ItemPath] = []
-        for query in queries {
-            let found = try await client.findItems(matching: query, in: collection)
-            paths += found.all.filter { !paths.contains($0) }
-        }
-        var items: [ListedItem] = []
-        for path in paths {
-            if let item = try await listedItem(path, client) { items.append(item) }
-        }
-        items.sort { ($0.service, $0.account, $0.path) < ($1.service, $1.account, $1.path) }
-        return ListReport(collectionPath: info.path.rawValue, service: service, items: items)
-    }
-
-    /// The item's metadata and the size of its secret; nil when it is no account's item for
-    /// KeychainStorage (``ItemAccount``: neither `account` nor `username`) or vanished meanwhile.
-    private static func listedItem(_ path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> ListedItem? {
-        do throws(SecretServiceError) {
-            let info = try await client.itemInfo(path)
-            guard let account = ItemAccount(info.attributes), let service = info.attributes["service"] else {
-                return nil
-            }
-            var secret = try await client.secret(of: path).value
-            defer { secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex) }
-            return ListedItem(info, account: account, service: service, secret: secret,
-                              collectionPath: info.collectionPath.rawValue)
-        } catch where error.code == .itemNotFound {
-            return nil
-        }
-    }
 
     // MARK: get
 
@@ -93,49 +25,34 @@ enum KeyringCommands {
     /// with `text`, any UTF-8 text (decrypted likewise); with `raw`, the bytes as stored.
     static func get(account: String, service: String, raw: Bool, text: Bool = false, settings: KeyringSettings)
         async throws(ToolError) -> GetReport {
-        let backend = try await settings.backendInUse(settings.configuration(service: service))
-        let app = try await AppChoice.app(for: account, service: service, purpose: .read, settings: settings)
+        let inventory = try await settings.inventory(settings.configuration(service: service))
+        let app = try await AppChoice.app(for: account, service: service, purpose: .read, settings: settings, in: inventory)
         let configuration = settings.configuration(service: service, app: app)
+        // The item get() would read (the newest of any duplicates), its metadata and its secret
+        // asked for at once (the search runs again if another client deletes it in between).
+        let storage = KeychainStorage<String>(account: account, configuration: configuration)
         var report: GetReport?
-        let place: String
         do {
-            if let inventory = try await FileKeyringInventory.open(for: configuration) {
-                place = "the file keyring \(inventory.path)"
-                if let item = try await inventory.storedItem(account: account) {
-                    report = try await value(item.info, item.value, collectionPath: inventory.path, account: account,
-                                             service: service, raw: raw, text: text, configuration: configuration)
-                }
-            } else {
-                place = configuration.collection.description
-                report = try await secretServiceValue(account: account, service: service, raw: raw, text: text,
-                                                      configuration: configuration)
+            if let (info, secret, contentType) = try await storage.storedItem() {
+                report = try await value(info, StoredSecret(bytes: secret, contentType: contentType), account: account,
+                                         service: service, raw: raw, text: text, configuration: configuration)
             }
         } catch {
             throw ToolError.from(error)
         }
         guard var report else {
+            let place = inventory.backend.filePath.map { "the file keyring \($0)" } ?? configuration.collection.description
             throw ToolError(kind: "notFound", message: "no item for account '\(account)' (service '\(service)') in \(place).")
         }
-        report.backend = backend
+        report.backend = settings.backend(of: inventory)
         report.appWasChosen = settings.scopedApp == nil
         return report
-    }
-
-    /// `get` on the Secret Service: the item `get()` would read (the newest of any duplicates),
-    /// its metadata and its secret asked for at once (the search runs again if another client
-    /// deletes the item in between). Nil: no item.
-    private static func secretServiceValue(account: String, service: String, raw: Bool, text: Bool,
-                                           configuration: KeychainConfiguration) async throws -> GetReport? {
-        let storage = KeychainStorage<String>(account: account, configuration: configuration)
-        guard let (info, secret) = try await storage.storedItem() else { return nil }
-        return try await value(info, secret, collectionPath: info.collectionPath.rawValue, account: account,
-                               service: service, raw: raw, text: text, configuration: configuration)
     }
 
     /// What `get` prints of a stored value: its JSON text, decrypted when it is an envelope
     /// (bound to the item's service and account, as KeychainStorage binds it); with `raw`, the
     /// bytes as stored; with `text`, any UTF-8 text without NUL is accepted, not only JSON.
-    private static func value(_ info: SecretItemInfo, _ secret: SecretValue, collectionPath: String, account: String,
+    private static func value(_ info: KeychainItemInfo, _ secret: StoredSecret, account: String,
                               service: String, raw: Bool, text: Bool, configuration: KeychainConfiguration)
         async throws(ToolError) -> GetReport {
         let encryption = Encryption.classify(secret.bytes)
@@ -152,8 +69,8 @@ enum KeyringCommands {
                                   text: text)
             }
         }
-        return GetReport(account: account, service: service, path: info.path.rawValue, collectionPath: collectionPath,
-                         contentType: secret.contentType, value: value, raw: raw, text: text, encryption: encryption,
+        return GetReport(account: account, service: service, path: info.location, collectionPath: info.collection,
+                         contentType: secret.reportedContentType, value: value, raw: raw, text: text, encryption: encryption,
                          keyID: Encryption.keyID(of: secret.bytes), app: info.attributes[AppIdentity.attribute])
     }
 
@@ -231,8 +148,8 @@ enum KeyringCommands {
                     + "(a String item is \"…\" with the quotes); to store plain text, as secret-tool and Python "
                     + "keyring read it, add --text. Nothing was saved.")
         }
-        let backend = try await settings.backendInUse(settings.configuration(service: service))
-        let app = try await AppChoice.app(for: account, service: service, purpose: .save, settings: settings)
+        let inventory = try await settings.inventory(settings.configuration(service: service))
+        let app = try await AppChoice.app(for: account, service: service, purpose: .save, settings: settings, in: inventory)
         let configuration = settings.configuration(service: service, app: app)
         var encryptor: (any ContextualEncryptor)?
         if encrypt {
@@ -247,13 +164,13 @@ enum KeyringCommands {
             // The item passed is a placeholder: VerbatimValue replaces its JSON with `value`.
             try await storage.save(item: "")
             let info = try await storage.itemInfo()
-            // In a file keyring, the item path names the file's position (/file/NAME/N): the
+            // In a file keyring, the item's location names the file's position (/file/NAME/N): the
             // collection is the file.
-            return SaveReport(account: account, service: service, path: info?.path.rawValue,
-                              collectionPath: backend.filePath ?? info?.collectionPath.rawValue, size: value.count,
+            return SaveReport(account: account, service: service, path: info?.location,
+                              collectionPath: info?.collection, size: value.count,
                               encryption: encrypt ? .yes : .no, keyID: verbatim.sealedKeyID,
                               app: configuration.appIdentity.id, appWasChosen: settings.scopedApp == nil,
-                              backend: backend)
+                              backend: settings.backend(of: inventory))
         } catch {
             throw ToolError.from(error)
         }
@@ -287,14 +204,14 @@ enum KeyringCommands {
     /// ``KeychainStorage/delete()``: its own and those with no app, never another app's (nothing
     /// to delete is success), and says whether there was one.
     static func delete(account: String, service: String, settings: KeyringSettings) async throws(ToolError) -> DeleteReport {
-        let backend = try await settings.backendInUse(settings.configuration(service: service))
-        let app = try await AppChoice.app(for: account, service: service, purpose: .delete, settings: settings)
+        let inventory = try await settings.inventory(settings.configuration(service: service))
+        let app = try await AppChoice.app(for: account, service: service, purpose: .delete, settings: settings, in: inventory)
         let storage = KeychainStorage<String>(account: account, configuration: settings.configuration(service: service, app: app))
         do {
             let existed = try await storage.itemInfo() != nil
             try await storage.delete()
             return DeleteReport(account: account, service: service, app: app, appWasChosen: settings.scopedApp == nil,
-                                deleted: existed, backend: backend)
+                                deleted: existed, backend: settings.backend(of: inventory))
         } catch {
             throw ToolError.from(error)
         }

@@ -1,10 +1,9 @@
 import PingStorage
-import SecretService
 
 /// Where and how the commands reach the keyring, from the global options.
 struct KeyringSettings: Sendable, Equatable {
     /// `--collection`; nil: the library's default (`$PINGSTORAGE_COLLECTION`, else `default`).
-    var collection: CollectionReference?
+    var collection: KeychainConfiguration.Collection?
     /// `--timeout`; nil: the library's default.
     var timeout: Duration?
     /// False with `--no-prompt`.
@@ -42,30 +41,23 @@ struct KeyringSettings: Sendable, Equatable {
         return configuration
     }
 
-    /// A client on the connection KeychainStorage uses in this process (one connection, one
-    /// session per process), with ``clientOptions(allowsPlainTransport:)``.
-    func client(allowsPlainTransport: Bool = false) -> SecretServiceClient {
-        ClientCalls.client(for: configuration(), options: clientOptions(allowsPlainTransport: allowsPlainTransport))
-    }
-
-    /// Client options matching ``configuration(service:)`` (the configuration's own options).
-    func clientOptions(allowsPlainTransport: Bool = false) -> SecretServiceClient.Options {
-        var options = configuration().options
-        options.allowsPlainTransport = allowsPlainTransport
-        return options
-    }
-
-    /// Where `configuration`'s items are and why, as ``KeychainStorage`` decides it
-    /// (``KeychainConfiguration/backendInUse()``: once per process, asking the Secret portal in a
-    /// sandbox). A backend named by `--backend` is reported as set by it.
+    /// The keyring where `configuration`'s items are, opened as ``KeychainStorage`` opens it (once
+    /// per process; in a sandbox, asking the Secret portal): what every command works on, without
+    /// telling the backends apart itself.
     /// - Throws: ``ToolError`` (`noSecretService` in a sandbox without the portal's secret,
     ///   `invalidArgument` for a bad `PINGSTORAGE_BACKEND`, …).
-    func backendInUse(_ configuration: KeychainConfiguration) async throws(ToolError) -> KeychainBackendChoice {
+    func inventory(_ configuration: KeychainConfiguration) async throws(ToolError) -> KeyringInventory {
         do {
-            return attributed(try await configuration.backendInUse())
+            return try await KeyringInventory.open(for: configuration)
         } catch {
             throw ToolError.from(error)
         }
+    }
+
+    /// Where an inventory's items are and why (``KeyringInventory/backend``); a backend named by
+    /// `--backend` is reported as set by it.
+    func backend(of inventory: KeyringInventory) -> KeychainBackendChoice {
+        attributed(inventory.backend)
     }
 
     /// What ``backendInUse(_:)`` aims at before any I/O (in a sandbox, the file keyring before the

@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorage
-import SecretService
 
 // MARK: - search
 
@@ -18,14 +17,13 @@ struct SearchedItem: Sendable, Equatable {
     var isLocked: Bool
     var attributes: [String: String]
 
-    init(_ info: SecretItemInfo) {
-        (path, label, created, modified) = (info.path.rawValue, info.label, info.created, info.modified)
+    /// The row of an item; an item whose metadata the provider hides while it is locked (its
+    /// location alone) has no label or times.
+    init(_ item: KeyringItem) {
+        let info = item.info
+        path = info.location
         (isLocked, attributes) = (info.isLocked, info.attributes)
-    }
-
-    /// An item whose metadata the provider keeps while it is locked.
-    init(lockedAt path: ItemPath) {
-        (self.path, label, created, modified, isLocked, attributes) = (path.rawValue, nil, nil, nil, true, [:])
+        (label, created, modified) = item.metadataHidden ? (nil, nil, nil) : (info.label, info.created, info.modified)
     }
 
     var json: JSONValue {

@@ -5,7 +5,6 @@ import Foundation
 #endif
 import PingStorage
 import PingStorageCrypto
-import SecretService
 
 /// Whether a stored value is encrypted: PingStorage's envelope (what `SecuredKeyEncryptor`
 /// writes) is a definite yes, UTF-8 JSON text a definite no, and anything else "binary/unknown"

@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorage
-import SecretService
 
 /// The exit statuses of `ping-keyring`, documented in its help and README section.
 enum ExitCode: Int32, Sendable, CaseIterable {
@@ -88,8 +87,6 @@ struct ToolError: Error, Equatable, Sendable {
             var failure = ToolError(kind: error.kind, message: error.errorMessage, detail: error.detail)
             failure.recovery = error.recoverySuggestion
             return failure
-        case let error as SecretServiceError:
-            return from(keychainError(from: error))
         case let error as EncryptorError:
             return ToolError(kind: error.kind, message: error.errorMessage)
         case is CancellationError:
@@ -97,12 +94,6 @@ struct ToolError: Error, Equatable, Sendable {
         default:
             return ToolError(kind: "other", message: "\(error)")
         }
-    }
-
-    /// The library's mapping of client errors to ``KeychainError``, for the commands that talk to
-    /// the Secret Service directly (`list`, `doctor`): the same kinds and the same messages.
-    static func keychainError(from error: SecretServiceError) -> KeychainError {
-        KeychainError(error)
     }
 
     /// `{"error": {"kind", "message", "detail", "exitCode"}}`.

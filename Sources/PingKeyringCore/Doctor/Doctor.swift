@@ -5,7 +5,6 @@ import Foundation
 #endif
 import PingStorage
 import PingStorageCrypto
-import SecretService
 
 /// `ping-keyring doctor`: the checks, in order, each with a fix when it fails.
 enum Doctor {
@@ -120,17 +119,17 @@ enum Doctor {
         do {
             let collection = try await environment.collection()
             let label = collection.label.isEmpty ? "" : " (\(collection.label))"
-            checks.append(.pass("collection", "collection", "\(environment.collectionDescription) is \(collection.path)\(label)"))
+            checks.append(.pass("collection", "collection", "\(environment.collectionDescription) is \(collection.location)\(label)"))
             if collection.isLocked {
                 checks.append(.fail("unlocked", "unlocked", ToolError(
-                    kind: "locked", message: "\(collection.path) is locked"), fix: Fix.unlocked))
+                    kind: "locked", message: "\(collection.location) is locked"), fix: Fix.unlocked))
             } else {
-                checks.append(.pass("unlocked", "unlocked", "\(collection.path) is unlocked"))
+                checks.append(.pass("unlocked", "unlocked", "\(collection.location) is unlocked"))
             }
         } catch {
             checks.append(.fail("collection", "collection", error,
                                 fix: error.kind == "collectionNotFound"
-                                    ? (environment.collectionDescription == CollectionReference.default.description
+                                    ? (environment.collectionDescription == KeychainConfiguration.Collection.default.description
                                         ? Fix.defaultCollection : Fix.collection)
                                     : error.kind == "timedOut" ? Fix.providerHung : Fix.seeMessage))
             checks.append(.skip("unlocked", "unlocked", "needs the collection"))

@@ -5,7 +5,6 @@ import Foundation
 #endif
 import PingStorage
 import PingStorageCrypto
-import SecretService
 
 /// What the doctor asks of the keyring. The live one talks to the Secret Service, the Secret
 /// portal and the file keyring; unit tests give a scripted one, so the order of checks, skips and
@@ -32,7 +31,7 @@ protocol DoctorEnvironment: Sendable {
     func provider() async throws(ToolError) -> ProviderInfo
     /// The configured collection's path, label and lock state.
     /// - Throws: ``ToolError`` (`collectionNotFound`, …).
-    func collection() async throws(ToolError) -> SecretCollectionInfo
+    func collection() async throws(ToolError) -> KeyringCollection
     /// The size of the app's secret the Secret portal gives (the bytes are wiped at once).
     /// - Throws: ``ToolError`` (`noSecretService` without a portal or its Secret backend,
     ///   `promptDismissed`, `timedOut`, `noSessionBus`).
@@ -105,20 +104,6 @@ struct BackendProblem: Error, Equatable {
     var error: ToolError
 }
 
-/// A key item of ``SecuredKeyEncryptor``, as the doctor sees it: never the key itself.
-struct EncryptionKeyItem: Sendable, Equatable {
-    var path: String
-    /// The `key-id` attribute when it is 32 hex digits (lowercased); nil otherwise, and then
-    /// SecuredKeyEncryptor ignores the item.
-    var keyID: String?
-    /// The size of the secret; a sound key has ``SymmetricKey/byteCount`` (32), a sound bound key
-    /// the size of its TPM blobs and wrapped key (``holdsAKey``).
-    var byteCount: Int
-    var created: Date
-    /// Whether the key is bound to a TPM, and what the TPM said of it (DoctorTPM.swift).
-    var binding: KeyItemBinding = .unbound
-}
-
 /// The doctor against the real Secret Service, with the command line's settings.
 struct LiveDoctorEnvironment: DoctorEnvironment {
     let settings: KeyringSettings
@@ -132,7 +117,7 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
     func otherIdentities() async -> OtherIdentitiesFinding? {
         guard let app = settings.scopedApp else { return nil }
         let configuration = settings.configuration()
-        guard let items = try? await KeychainIdentities.items(configuration) else { return nil }
+        guard let items = try? await settings.inventory(configuration).identities() else { return nil }
         return OtherIdentitiesFinding(app: app, service: configuration.service, items: items)
     }
 
@@ -149,22 +134,22 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
 
     func provider() async throws(ToolError) -> ProviderInfo {
         do {
-            let provider = try await settings.client().provider()
-            return ProviderInfo(name: provider.displayName, executable: provider.executable, processID: provider.processID,
-                                uniqueName: provider.uniqueName, transport: provider.transportAlgorithm)
+            let provider = try await KeyringInventory.provider(for: settings.configuration())
+            return ProviderInfo(name: provider.name, executable: provider.executable, processID: provider.processID,
+                                uniqueName: provider.uniqueName, transport: provider.transport)
         } catch {
             throw ToolError.from(error)
         }
     }
 
-    func collection() async throws(ToolError) -> SecretCollectionInfo {
+    func collection() async throws(ToolError) -> KeyringCollection {
         // Plain transport is reported by its own check; reading a collection sends no secret. No
         // prompt: a missing default collection is reported, not created (an app creates it).
-        var options = settings.clientOptions(allowsPlainTransport: true)
-        options.allowsPrompts = false
-        let client = ClientCalls.client(for: settings.configuration(), options: options)
+        var configuration = settings.configuration()
+        configuration.allowsPlainTransport = true
+        configuration.allowsPrompts = false
         do {
-            return try await client.collectionInfo(settings.configuration().collection)
+            return try await settings.inventory(configuration).collection()
         } catch {
             throw ToolError.from(error)
         }
@@ -201,45 +186,12 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
         }
     }
 
-    /// A key item as the doctor shows it (the size of its secret, never the secret); nil when it
-    /// was deleted meanwhile.
-    private static func keyItem(_ path: ItemPath, _ client: SecretServiceClient) async throws(SecretServiceError) -> EncryptionKeyItem? {
-        do {
-            let info = try await client.itemInfo(path)
-            var secret = try await client.secret(of: path).value
-            let byteCount = secret.bytes.count
-            let binding = await KeyItemBinding.of(attributes: info.attributes, bytes: secret.bytes)
-            secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
-            let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
-            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created, binding: binding)
-        } catch where error.code == .itemNotFound {
-            return nil
-        }
-    }
-
     func encryptionKeys() async throws(ToolError) -> [EncryptionKeyItem] {
-        let configuration = settings.configuration()
-        do {
-            if let inventory = try await FileKeyringInventory.open(for: configuration) { return try await Self.keys(in: inventory) }
-        } catch {
-            throw ToolError.from(error)
-        }
         // Never a prompt, never an unlock: a locked key item is reported, not opened.
-        let client = ClientCalls.client(for: configuration, options: .init(timeout: configuration.timeout, allowsPrompts: false))
+        var configuration = settings.configuration()
+        configuration.allowsPrompts = false
         do {
-            let found = try await client.searchItems(matching: ["xdg:schema": KeyringCommands.keySchemaName],
-                                                     in: configuration.collection)
-            guard found.locked.isEmpty else {
-                throw ToolError(
-                    kind: "locked",
-                    message: "\(found.locked.count) encryption key item\(found.locked.count == 1 ? " is" : "s are") "
-                        + "locked (\(found.locked.map(\.rawValue).joined(separator: ", ")))")
-            }
-            var keys: [EncryptionKeyItem] = []
-            for path in found.unlocked {
-                if let key = try await Self.keyItem(path, client) { keys.append(key) }
-            }
-            return keys
+            return try await settings.inventory(configuration).encryptionKeys()
         } catch {
             throw ToolError.from(error)
         }

@@ -5,7 +5,6 @@ import Foundation
 #endif
 import PingStorage
 import PingStorageCrypto
-import SecretService
 
 /// One line of the doctor's report.
 struct DoctorCheck: Sendable, Equatable {

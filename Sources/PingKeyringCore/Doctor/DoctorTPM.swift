@@ -5,37 +5,6 @@ import Foundation
 #endif
 import PingStorage
 
-/// Whether an encryption key item is bound to a TPM (SecuredKeyEncryptor's
-/// `KeychainConfiguration.keyBinding`), as the doctor found it: never the key itself.
-enum KeyItemBinding: Sendable, Equatable {
-    /// A plain key: the item holds the AES key.
-    case unbound
-    /// Bound to a TPM; `wellFormed` when its bytes are a bound key's, `tpmOpens` what this
-    /// machine's TPM said: true, false (another TPM's: cleared, replaced, another machine), nil
-    /// (no TPM could be asked, or the bytes are not a bound key).
-    case bound(wellFormed: Bool, tpmOpens: Bool?)
-
-    /// The binding of a key item with `attributes` holding `bytes`: for a bound key, one TPM
-    /// command (ECDH with its TPM key) tells whether this TPM can open it.
-    static func of(attributes: [String: String], bytes: Data) async -> KeyItemBinding {
-        guard KeyBindingInspection.isBound(attributes: attributes, bytes: bytes) else { return .unbound }
-        let wellFormed = KeyBindingInspection.holdsAKey(bytes) && bytes.count != 32
-        return .bound(wellFormed: wellFormed, tpmOpens: wellFormed ? await KeyBindingInspection.tpmOpens(bytes, timeout: .seconds(10)) : nil)
-    }
-}
-
-extension EncryptionKeyItem {
-    /// Whether the secret has the shape of a key: 32 bytes, or a bound key's blobs and wrapped key.
-    var holdsAKey: Bool {
-        switch binding {
-        case .unbound: byteCount == 32
-        case .bound(let wellFormed, _): wellFormed
-        }
-    }
-
-    var isBound: Bool { binding != .unbound }
-}
-
 extension Doctor {
     /// What to do when the key binding check fails.
     enum TPMFix {

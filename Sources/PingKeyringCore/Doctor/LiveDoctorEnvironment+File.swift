@@ -8,7 +8,6 @@ import Glibc
 #endif
 import PingStorage
 import PingStorageCrypto
-import SecretService
 
 /// The live doctor's backend, Secret portal and file keyring, as KeychainStorage sees them with
 /// the command line's settings.
@@ -23,8 +22,8 @@ extension LiveDoctorEnvironment {
         } catch {
             throw BackendProblem(planned: nil, error: error)
         }
-        do {
-            return try await settings.backendInUse(configuration)
+        do throws(ToolError) {
+            return settings.backend(of: try await settings.inventory(configuration))
         } catch {
             throw BackendProblem(planned: planned, error: error)
         }
@@ -32,13 +31,9 @@ extension LiveDoctorEnvironment {
 
     /// Asks the Secret portal for the app's secret and wipes it at once: only its size is kept.
     func portalSecretSize() async throws(ToolError) -> Int {
-        // The connection and options FileKeychain asks the portal with.
-        let configuration = settings.configuration()
-        let client = ClientCalls.client(for: configuration, options: configuration.options)
+        // The connection the file keyring asks the portal on.
         do {
-            var secret = try await client.portalSecret()
-            defer { secret.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-            return secret.count
+            return try await KeyringInventory.portalSecretSize(for: settings.configuration())
         } catch {
             throw ToolError.from(error)
         }
@@ -48,9 +43,10 @@ extension LiveDoctorEnvironment {
     /// every damaged record named.
     func fileKeyring() async throws(ToolError) -> FileKeyringState {
         do {
-            let inventory = try await openInventory()
-            let state = try await inventory.state()
-            return FileKeyringState(path: inventory.path, exists: state.exists, itemCount: state.itemCount,
+            guard let state = try await settings.inventory(settings.configuration()).fileState() else {
+                throw ToolError(kind: "other", message: "the Secret Service is used, not a file keyring.")
+            }
+            return FileKeyringState(path: state.path, exists: state.exists, itemCount: state.itemCount,
                                     damaged: state.damaged.map {
                                         DamagedRecordFinding(number: $0.number, damage: $0.damage, problem: $0.problem,
                                                              hashedAttributeNames: $0.hashedAttributeNames)
@@ -60,34 +56,10 @@ extension LiveDoctorEnvironment {
         }
     }
 
-    /// ``FileKeyringInventory/movedIn`` of the doctor's configuration (the default service).
+    /// ``KeyringInventory/movedIn`` of the doctor's configuration (the default service).
     func movedIn() async -> MoveInFinding? {
         // Asked only after fileKeyring() opened the keyring: a failure here is that one's.
-        guard let inventory = try? await openInventory(), let moveIn = inventory.movedIn else { return nil }
+        guard let inventory = try? await settings.inventory(settings.configuration()), let moveIn = inventory.movedIn else { return nil }
         return MoveInFinding(description: moveIn.description, error: moveIn.error.map { ToolError.from($0) })
-    }
-
-    /// The file keyring of the doctor's configuration.
-    private func openInventory() async throws -> FileKeyringInventory {
-        guard let inventory = try await FileKeyringInventory.open(for: settings.configuration()) else {
-            throw ToolError(kind: "other", message: "the Secret Service is used, not a file keyring.")
-        }
-        return inventory
-    }
-
-    /// The key items of the file keyring, each measured and wiped.
-    static func keys(in inventory: FileKeyringInventory) async throws -> [EncryptionKeyItem] {
-        var items = try await inventory.items(matchingAny: [["xdg:schema": KeyringCommands.keySchemaName]])
-        var keys: [EncryptionKeyItem] = []
-        for index in items.indices {
-            let info = items[index].info
-            let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
-            let binding = await KeyItemBinding.of(attributes: info.attributes, bytes: items[index].value.bytes)
-            keys.append(EncryptionKeyItem(path: info.path.rawValue, keyID: keyID, byteCount: items[index].value.bytes.count,
-                                          created: info.created, binding: binding))
-            // Wiped where it lies in the array (a copy would be wiped instead of the bytes).
-            items[index].value.bytes.wipeInPlace()
-        }
-        return keys
     }
 }

@@ -5,14 +5,13 @@ import Waiting
 /// caller waiting for a lock gives up at its deadline or when its Task is cancelled, without
 /// disturbing the others (each waits on a ``OneShot``).
 ///
-/// ``shared`` serializes operations on the same account within the process, so that a save
-/// (search, write, remove duplicates) never interleaves with another save or delete of it.
+/// A place's locks (``KeychainPlace/locks``) serialize operations on the same account within the
+/// process, so that a save (search, write, remove duplicates) never interleaves with another save
+/// or delete of it.
 ///
 /// The waits end on the toolkit's light timekeeper: a lock (a contended ``MemoryStorage`` with a
-/// cache takes one) never starts SecretService's GLib loop thread.
+/// cache takes one) never starts the D-Bus transport's GLib loop thread.
 final class AccountLocks: Sendable {
-    static let shared = AccountLocks()
-
     /// Keys currently held, with the callers waiting for each.
     private let held = Locked<[String: [OneShot<Void, WaitError>]]>([:])
 

@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SecretService
 
 /// The Keychain rules of one account of one app, the same on every store (``KeyringStore``): which
 /// items are the account's, what we write on them, and which item a read takes or a save keeps
@@ -25,11 +24,9 @@ struct AccountRules: Sendable {
     let service: String
     /// The app's identity (``AppIdentity/id``), resolved when the storage was created.
     let app: String
-    let collection: CollectionReference
-    /// What identifies the account's items in the process: operations under one key are
-    /// serialized (``AccountLocks``), and the Secret Service's remembered item is kept under it.
-    /// The backend setting is part of it, so that two file keyrings holding the same account never
-    /// wait for each other.
+    let collection: KeychainConfiguration.Collection
+    /// What identifies the account's items in its place: operations under one key are serialized
+    /// (the place's ``AccountLocks``), and the Secret Service's remembered item is kept under it.
     let lockKey: String
 
     init(account: String, configuration: KeychainConfiguration) {

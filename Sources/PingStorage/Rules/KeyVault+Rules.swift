@@ -19,15 +19,15 @@ extension KeyVault {
     /// unwrapped by the TPM, whatever the attributes say.
     /// - Throws: when the TPM cannot be asked now (unreachable, timed out, cancelled): nothing is
     ///   known about the key then.
-    static func openedKey(_ bytes: Data, attributes: [String: String],
+    static func openedKey(_ bytes: Data, attributes: [String: String], boundKeys: BoundKeys,
                           by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError> {
         let id = attributes["key-id"] ?? "?", checkValue = attributes["key-check"]
         guard BoundKey.isBound(bytes: bytes) else { return checkedKey(bytes, checkValue: checkValue, id: id) }
-        switch await BoundKey.unbind(bytes, by: deadline) {
+        switch await boundKeys.unbind(bytes, by: deadline) {
         case .success(let key):
             let result = checked(key, checkValue: checkValue, id: id)
             // A 2.0.0 key that opened and matches its key-check: its pin is written by the vault.
-            if case .success = result { BoundKey.recordPinToWrite(id: id, bytes: bytes) }
+            if case .success = result { boundKeys.recordPinToWrite(id: id, bytes: bytes) }
             return result
         case .failure(.malformed(let why)):
             return .failure(.failedToDecrypt(.unsupportedFormat(
@@ -86,7 +86,7 @@ extension KeyVault {
     }
 
     /// A new key and id, bound to the TPM when `bound` (then the TPM makes a key for it).
-    static func newKey(bound: Bool, by deadline: Deadline) async throws(StorageFailure) -> NewKey {
+    static func newKey(bound: Bool, boundKeys: BoundKeys, by deadline: Deadline) async throws(StorageFailure) -> NewKey {
         let id: KeyID, key: SymmetricKey
         do {
             (id, key) = (try KeyID.generate(), try SymmetricKey.generate())
@@ -97,7 +97,7 @@ extension KeyVault {
             Log.info("No encryption key in the keyring: creating key \(id.hexString)")
             return NewKey(id: id, key: key, bound: nil)
         }
-        switch await BoundKey.bind(key, by: deadline) {
+        switch await boundKeys.bind(key, by: deadline) {
         case .success(let wrapped):
             Log.info("No encryption key bound to this TPM in the keyring: creating key \(id.hexString), bound to the TPM")
             return NewKey(id: id, key: key, bound: wrapped)

@@ -5,7 +5,6 @@ import Foundation
 #endif
 import Locking
 import PingStorageCrypto
-import SecretService
 import Waiting
 
 /// Loads, creates and caches ``SecuredKeyEncryptor``'s keys, kept as items of their own where the
@@ -34,92 +33,70 @@ import Waiting
 ///   (cleared, another machine's) is passed over for new data, never deleted; what it sealed fails
 ///   with ``EncryptorError/Reason/tpmCleared(_:)``.
 /// - **A key rewritten under the same id** (a restore, another tool): every key loaded is checked
-///   against its `key-check`; and after each save, the storage asks ``confirm(_:)`` whether the
+///   against its `key-check`; and after each save, the storage asks ``confirm(_:by:)`` whether the
 ///   key item still holds the bytes it sealed with, so a save is never reported done when a fresh
 ///   process would load other bytes for that id.
 actor KeyVault {
     static let schema = KeychainStorageSchemas.key
     static let label = "PingStorage encryption key — items encrypted with it cannot be read without it; do not delete"
 
-    /// Where the keys are: given, or decided at first use for a configuration.
-    private enum Source {
-        case given(any KeyringStore)
-        case configured(KeychainConfiguration)
-    }
-    private let source: Source
+    /// Where the keys are: the place of the configuration, opened at first use.
+    private let place: KeychainPlace
+    private let configuration: KeychainConfiguration
     private var store: (any KeyringStore)?
     private var keys: [KeyID: SymmetricKey] = [:]
-    /// The key that seals new data, and the change token when it was chosen.
-    private var current: (id: KeyID, token: ChangeToken?)?
+    /// The key that seals new data, and the store's moment when it was chosen.
+    private var current: (id: KeyID, moment: StoreMoment?)?
     private let choosing = SharedWork<KeyChoice, StorageFailure>(timekeeper: .light)
     /// How many callers wait for the key being found or created (tests).
     nonisolated var callersWaitingForTheKey: Int { choosing.waitingCallers }
-    private let timeout: Duration
-    private let binding: KeychainConfiguration.KeyBinding
+    /// A deadline of the configuration's timeout from now, for a call that starts here.
+    nonisolated func deadline() -> Deadline { Deadline(timeout: configuration.timeout) }
+    private var binding: KeychainConfiguration.KeyBinding { configuration.keyBinding }
 
     struct KeyChoice: Sendable {
         let id: KeyID
         /// The key, or why its item is unusable (then nothing is sealed: a damaged key item is
         /// never replaced by a new key behind the user's back).
         let key: Result<SymmetricKey, EncryptorError>
-        let token: ChangeToken?
+        let moment: StoreMoment?
     }
 
-    /// A vault on `store`.
-    init(store: any KeyringStore, timeout: Duration = .seconds(25), binding: KeychainConfiguration.KeyBinding = .none) {
-        source = .given(store)
-        self.timeout = timeout
-        self.binding = binding
-    }
-
-    private init(configuration: KeychainConfiguration) {
-        source = .configured(configuration)
-        timeout = configuration.timeout
-        binding = configuration.keyBinding
-    }
-
-    private static let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
-
-    /// The vault of a configuration, shared by every encryptor using it (keys load once).
-    static func shared(for configuration: KeychainConfiguration) -> KeyVault {
-        vaults.withLock { vaults in
-            if let vault = vaults[configuration] { return vault }
-            let vault = KeyVault(configuration: configuration)
-            vaults[configuration] = vault
-            return vault
-        }
+    /// The vault of `configuration` (a resolved one: its app is set) in `place`
+    /// (``KeychainPlace/vault(for:)`` makes one per configuration).
+    init(place: KeychainPlace, configuration: KeychainConfiguration) {
+        self.place = place
+        self.configuration = configuration
     }
 
     /// The key new data is sealed with, chosen (or created) on first use and again whenever the
     /// key items may have changed.
     /// - Throws: ``KeychainError`` when the keyring cannot be used, ``EncryptorError/Reason/unsupportedFormat(_:)``
     ///   when the oldest key item does not hold a key matching its `key-check`.
-    func currentKey() async throws -> (KeyID, SymmetricKey) {
-        if let current, let key = keys[current.id], store?.keysUnchanged(since: current.token) == true {
+    func currentKey(by deadline: Deadline) async throws -> (KeyID, SymmetricKey) {
+        if let current, let key = keys[current.id], store?.keysUnchanged(since: current.moment) == true {
             return (current.id, key)
         }
-        let deadline = Deadline(timeout: timeout)
-        let binding = binding
+        let (binding, boundKeys) = (binding, place.boundKeys)
         let choice = try await thrown { () async throws(StorageFailure) in
             let store = try await store(by: deadline)
             return try await choosing.value(operation: "find the encryption key", deadline: deadline) { deadline throws(StorageFailure) in
-                let bound = binding == .tpmWhenAvailable ? await BoundKey.tpmAnswers(by: deadline) : false
+                let bound = binding == .tpmWhenAvailable ? await boundKeys.tpmAnswers(by: deadline) : false
                 return try await store.chooseKey(bound: bound, by: deadline)
             }
         }
         await writePin(choice.id, by: deadline)
         let key = try choice.key.get()
         keys[choice.id] = key
-        current = (choice.id, choice.token)
+        current = (choice.id, choice.moment)
         return (choice.id, key)
     }
 
     /// The key with `id`, from memory or the keyring.
     /// - Throws: ``EncryptorError/failedToDecrypt(_:)`` with ``EncryptorError/Reason/keyNotFound(_:)``
     ///   when no such key is in the keyring.
-    func key(for id: KeyID) async throws -> SymmetricKey {
+    func key(for id: KeyID, by deadline: Deadline) async throws -> SymmetricKey {
         if let key = keys[id] { return key }
-        let deadline = Deadline(timeout: timeout)
         guard let loaded = try await thrown({ () async throws(StorageFailure) in try await store(by: deadline).loadKey(id, by: deadline) }) else {
             throw EncryptorError.failedToDecrypt(.keyNotFound(
                 "The encryption key \(id.hexString) this item was encrypted with is not in the keyring "
@@ -137,9 +114,8 @@ actor KeyVault {
     /// known item while nothing was created or deleted, ``KeyringStore/reloadKey(_:by:)``). When it
     /// holds other bytes, they are checked and used from now on, and false is returned: what was
     /// sealed with the old bytes must be sealed again.
-    func confirm(_ id: KeyID) async throws -> Bool {
+    func confirm(_ id: KeyID, by deadline: Deadline) async throws -> Bool {
         guard let sealedWith = keys[id] else { return false }
-        let deadline = Deadline(timeout: timeout)
         guard let loaded = try await thrown({ () async throws(StorageFailure) in try await store(by: deadline).reloadKey(id, by: deadline) }) else {
             // Deleted meanwhile: choose (or make) another key and seal again.
             Log.warning("The encryption key \(id.hexString) was deleted while an item was saved; sealing it again with another")
@@ -155,11 +131,11 @@ actor KeyVault {
     }
 
     /// Adds its pin to key `id` when it is a 2.0.0 bound key this process just opened
-    /// (``BoundKey/pinToWrite(id:)``), in the store it was read from: a failure is logged and
+    /// (``BoundKeys/pinToWrite(id:)``), in the store it was read from: a failure is logged and
     /// leaves the key as it was.
     private func writePin(_ id: KeyID, by deadline: Deadline) async {
-        guard let pin = BoundKey.pinToWrite(id: id.hexString), let store = store as? any BoundKeyPinning else { return }
-        do {
+        guard let pin = place.boundKeys.pinToWrite(id: id.hexString), let store else { return }
+        do throws(StorageFailure) {
             try await store.pinBoundKey(id, replacing: pin.read, with: pin.pinned, by: deadline)
             Log.info("The encryption key \(id.hexString), bound to the TPM by 2.0.0, now has its TPM's storage key pinned")
         } catch {
@@ -168,18 +144,12 @@ actor KeyVault {
         }
     }
 
-    /// The store, decided at the first call for a configuration.
+    /// The store, the place opened for the configuration at the first call.
     private func store(by deadline: Deadline) async throws(StorageFailure) -> any KeyringStore {
         if let store { return store }
-        let decided: any KeyringStore
-        switch source {
-        case .given(let given):
-            decided = given
-        case .configured(let configuration):
-            decided = try await KeychainPlaces.shared.store(for: configuration, by: deadline)
-        }
-        store = decided
-        return decided
+        let opened = try await place.openStore(for: configuration, by: deadline)
+        store = opened
+        return opened
     }
 
     /// Runs store calls; a failure is thrown as a Storage method throws it (the vault's callers

@@ -3,27 +3,27 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SecretService
 import Waiting
 
 /// The item of one account, for ``KeychainStorage``: the names checked, the account's lock held
-/// (``AccountLocks``), the store chosen (``KeychainPlaces``), and every call ending by the
-/// configuration's deadline; the rules themselves are ``AccountRules``'s, applied by the store
-/// (``KeyringStore``). What a store throws is turned into what a Storage method throws here, once.
+/// (the place's ``AccountLocks``), the place opened for the configuration (``KeychainPlace``), and
+/// every call ending by the configuration's deadline; the rules themselves are ``AccountRules``'s,
+/// applied by the store (``KeyringStore``). What a store throws is turned into what a Storage
+/// method throws here, once.
 struct KeychainItems: Sendable {
     let rules: AccountRules
     let configuration: KeychainConfiguration
-    /// The store, when given (unit tests); else the configuration's, decided at the first call.
-    private let givenStore: (any KeyringStore)?
+    /// Where the configuration's items are.
+    let place: KeychainPlace
 
     var account: String { rules.account }
 
-    /// The items of `account` where `configuration` keeps them, or always in `store` when one is given.
-    init(account: String, configuration: KeychainConfiguration, store: (any KeyringStore)? = nil) {
+    /// The items of `account` where `configuration` keeps them, in `runtime`'s place for it.
+    init(account: String, configuration: KeychainConfiguration, runtime: KeychainRuntime = .process) {
         let configuration = configuration.resolvingApp()
         rules = AccountRules(account: account, configuration: configuration)
         self.configuration = configuration
-        givenStore = store
+        place = runtime.place(for: configuration)
     }
 
     /// Checks the names before anything is sent.
@@ -33,60 +33,78 @@ struct KeychainItems: Sendable {
     }
 
     /// The stored bytes, or nil when there is no item. Never writes, deletes or unlocks anything
-    /// but through the prompt the configuration allows. (The first call of a configuration in a
-    /// Flatpak sandbox chooses the store, and may then copy the host's items into the file keyring
-    /// once: ``HostMigration``; that is the choice's doing, not this read's.)
-    func read() async throws -> SecretValue? {
-        try await operation("read") { store, rules, deadline throws(StorageFailure) in try await store.read(rules, by: deadline) }
+    /// but through the prompt the configuration allows. (The first call of a configuration opens
+    /// its place, which in a Flatpak sandbox may copy the host's items into the file keyring once:
+    /// ``HostMigration``; that is the opening's doing, not this read's.)
+    func read(by deadline: Deadline) async throws -> StoredSecret? {
+        try await operation("read", by: deadline) { store, rules, deadline throws(StorageFailure) in
+            try await store.read(rules, by: deadline)
+        }
     }
 
-    /// Stores `value` so that exactly one item holds it afterwards, with one write at most, and
-    /// none when the item already holds `value`, or what `sameValue` recognises as the same (an
-    /// encryptor's envelope of the same plaintext: gnome-keyring rewrites its whole file on every
-    /// write).
-    /// - Returns: whether the secret was written (false: the item already held the value).
-    @discardableResult
-    func write(_ value: SecretValue, sameValue: (@Sendable (Data) -> Bool)? = nil) async throws -> Bool {
-        let holds = { @Sendable (current: Data) in current == value.bytes || sameValue?(current) == true }
-        return try await operation("save") { store, rules, deadline throws(StorageFailure) in
-            try await store.write(value, holds: holds, for: rules, by: deadline)
+    /// A deadline of the configuration's timeout from now: one call's, from its start.
+    func deadline() -> Deadline { Deadline(timeout: configuration.timeout) }
+
+    /// Seals `plaintext` with `sealer` and stores it so that exactly one item holds it afterwards,
+    /// with one write at most, and none when the item already holds it (the same bytes, or what
+    /// the sealed value recognises as the same plaintext). After a write, the sealed value confirms
+    /// its key; when the key changed meanwhile, the value is sealed and written again (three times
+    /// at most). All of it holds the account's lock and ends by one deadline.
+    func save(_ plaintext: Data, sealer: any AccountSealer, context: EncryptionContext) async throws {
+        try await operation("save", by: deadline()) { store, rules, deadline throws(StorageFailure) in
+            for _ in 0..<3 {
+                var sealed = try await StorageFailure.passingThrough { try await sealer.seal(plaintext, for: context, by: deadline) }
+                defer { sealed.bytes.wipe() }
+                let (bytes, same) = (sealed.bytes, sealed.holdsSameValue)
+                let holds = { @Sendable (current: Data) in current == bytes || same?(current) == true }
+                let wrote = try await store.write(StoredSecret(bytes: bytes), holds: holds, for: rules, by: deadline)
+                guard wrote, let confirmKey = sealed.confirmKey else { return }
+                if try await StorageFailure.passingThrough({ try await confirmKey(deadline) }) { return }
+            }
+            throw .failure(.providerError(.init(
+                message: "The encryption key kept changing while the item was being saved.",
+                recovery: "Check which program rewrites the PingStorage encryption key item, then save again.",
+                detail: "service \(rules.service), account \(rules.account)")))
         }
+    }
+
+    /// Stores `bytes` as they are (``save(_:sealer:context:)`` without an encryptor).
+    func write(_ bytes: Data) async throws {
+        try await save(bytes, sealer: EncryptorSealer(encryptor: NoEncryptor()),
+                       context: EncryptionContext(service: configuration.service, account: account))
     }
 
     /// Deletes every item of the account. Nothing to delete is success.
     func delete() async throws {
-        try await operation("delete") { store, rules, deadline throws(StorageFailure) in try await store.delete(rules, by: deadline) }
+        try await operation("delete", by: deadline()) { store, rules, deadline throws(StorageFailure) in try await store.delete(rules, by: deadline) }
     }
 
     /// Where the item lives, without its secret; nil when there is none.
-    func info() async throws -> SecretItemInfo? {
-        try await operation("item info") { store, rules, deadline throws(StorageFailure) in try await store.info(rules, by: deadline) }
+    func info() async throws -> KeychainItemInfo? {
+        try await operation("item info", by: deadline()) { store, rules, deadline throws(StorageFailure) in try await store.info(rules, by: deadline) }
     }
 
     /// The item ``read()`` reads, with its metadata, found afresh (not the remembered item); nil
     /// when there is no item.
-    func infoAndSecret() async throws -> (info: SecretItemInfo, secret: SecretValue)? {
-        try await operation("read with item info") { store, rules, deadline throws(StorageFailure) in
+    func infoAndSecret() async throws -> (info: KeychainItemInfo, secret: StoredSecret)? {
+        try await operation("read with item info", by: deadline()) { store, rules, deadline throws(StorageFailure) in
             try await store.infoAndSecret(rules, by: deadline)
         }
     }
 
-    /// Runs `body` on the store, holding the account's lock, with every call ending by the
-    /// configuration's deadline (waiting for the lock and choosing the store included), and
-    /// throws what a Storage method throws.
+    /// Runs `body` on the store, holding the account's lock, ending by `deadline` (waiting for the
+    /// lock and opening the place included), and throws what a Storage method throws.
     private func operation<Value: Sendable>(
-        _ name: String, _ body: (any KeyringStore, AccountRules, Deadline) async throws(StorageFailure) -> Value
+        _ name: String, by deadline: Deadline, _ body: (any KeyringStore, AccountRules, Deadline) async throws(StorageFailure) -> Value
     ) async throws -> Value {
-        Log.forwardingSecretService
-        let deadline = Deadline(timeout: configuration.timeout)
         let started = ContinuousClock.now
         defer { Log.debug("\(name) of account '\(account)' (service \(configuration.service)): \((ContinuousClock.now - started).milliseconds)") }
         let failure: StorageFailure
         do {
             try rules.validate()
-            return try await AccountLocks.shared.withLock(rules.lockKey, deadline: deadline) { () async throws(StorageFailure) in
-                let store: any KeyringStore
-                if let givenStore { store = givenStore } else { store = try await KeychainPlaces.shared.store(for: configuration, by: deadline) }
+            let (place, configuration) = (place, configuration)
+            return try await place.locks.withLock(rules.lockKey, deadline: deadline) { () async throws(StorageFailure) in
+                let store = try await place.openStore(for: configuration, by: deadline)
                 return try await body(store, rules, deadline)
             }
         } catch let error as StorageFailure {
@@ -111,8 +129,8 @@ package struct RawKeychainItem: Sendable {
         items = KeychainItems(account: account, configuration: configuration)
     }
 
-    package func write(_ bytes: Data) async throws { try await items.write(SecretValue(bytes: bytes)) }
-    package func read() async throws -> Data? { try await items.read()?.bytes }
+    package func write(_ bytes: Data) async throws { try await items.write(bytes) }
+    package func read() async throws -> Data? { try await items.read(by: items.deadline())?.bytes }
     package func delete() async throws { try await items.delete() }
 }
 

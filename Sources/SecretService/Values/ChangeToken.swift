@@ -8,8 +8,10 @@ import DBusTransport
 /// they arrive, so two tokens tell whether anything was created, deleted or (un)locked in between:
 /// a cache of "which item holds what" is valid exactly while the token has not moved.
 public struct ChangeToken: Sendable, Hashable, CustomStringConvertible {
-    let connection: UInt64
-    let count: UInt64
+    /// Which connection counted (a random number per connection).
+    package let connection: UInt64
+    /// How many changes it had counted.
+    package let count: UInt64
 
     /// Creates a token (for alternative backends and tests).
     public init(connection: UInt64, count: UInt64) {

@@ -8,12 +8,11 @@ import Glibc
 #endif
 import FileKeyring
 import Locking
-import SecretService
 import Waiting
 
 /// The file keyring of a sandboxed app (libsecret's and oo7's format, see FileKeyring), opened
-/// with the master secret the Secret portal hands over: one per file in the process, shared by
-/// every storage and encryptor using it.
+/// with the master secret the Secret portal hands over: one per place (``KeychainPlace``), shared
+/// by every storage and encryptor using it.
 ///
 /// The secret is asked for once (callers arriving meanwhile wait for the same request, each with
 /// its own deadline) and kept, wiped on release, inside the opened ``FileKeyring``. A request
@@ -22,34 +21,25 @@ import Waiting
 final class FileKeychain: Sendable {
     /// The keyring file.
     let path: String
-    /// The client whose connection asks the portal (the configuration's shared connection).
-    private let portal: SecretServiceClient
+    /// Asks the Secret portal for the app's secret (through the place's Secret Service connection).
+    private let portalSecret: @Sendable (Deadline) async throws(StorageFailure) -> [UInt8]
     private let opened = Locked<FileKeyring?>(nil)
     private let opening = SharedWork<FileKeyring, StorageFailure>(timekeeper: .light)
     /// What copying the host's items in did, per service (see ``HostMigration``).
     let migrations = Locked<[String: HostMigration.Outcome]>([:])
 
-    private init(path: String, portal: SecretServiceClient) {
+    /// The keychain of the file at `path`, opened with what `portalSecret` answers at first use
+    /// (``KeychainPlace`` makes one per place).
+    init(path: String, portalSecret: @escaping @Sendable (Deadline) async throws(StorageFailure) -> [UInt8]) {
         self.path = path
-        self.portal = portal
-    }
-
-    private static let shared = Locked<[String: FileKeychain]>([:])
-
-    /// The keychain of the file at `path`, reaching the portal through `configuration`'s bus.
-    static func shared(path: String, configuration: KeychainConfiguration) -> FileKeychain {
-        shared.withLock { shared in
-            if let existing = shared[path] { return existing }
-            let created = FileKeychain(
-                path: path, portal: ClientCalls.client(for: configuration, options: configuration.options))
-            shared[path] = created
-            return created
-        }
+        self.portalSecret = portalSecret
     }
 
     /// A keychain of a keyring already opened, for tests (no portal is asked).
     static func wrapping(_ keyring: FileKeyring) -> FileKeychain {
-        let keychain = FileKeychain(path: keyring.path, portal: SecretServiceClient())
+        let keychain = FileKeychain(path: keyring.path) { _ throws(StorageFailure) in
+            throw .failure(.noSecretService(.init(message: "No Secret portal: the keyring was opened by a test.")))
+        }
         keychain.opened.withLock { $0 = keyring }
         return keychain
     }
@@ -67,16 +57,11 @@ final class FileKeychain: Sendable {
     ///   ``KeychainError/Reason/timedOut(_:)`` at `deadline`; cancellation.
     func keyring(by deadline: Deadline) async throws(StorageFailure) -> FileKeyring {
         if let keyring = opened.withLock({ $0 }) { return keyring }
-        let (path, portal, opened) = (self.path, self.portal, self.opened)
+        let (path, portalSecret, opened) = (self.path, self.portalSecret, self.opened)
         return try await opening.value(operation: "get the app's secret from the Secret portal", deadline: deadline) {
             deadline throws(StorageFailure) in
             if let keyring = opened.withLock({ $0 }) { return keyring }
-            var secret: [UInt8]
-            do throws(SecretServiceError) {
-                secret = try await portal.ending(by: deadline).portalSecret()
-            } catch {
-                throw StorageFailure(error)
-            }
+            var secret = try await portalSecret(deadline)
             let keyring = try Self.open(path, wiping: &secret)
             opened.withLock { $0 = keyring }
             return keyring
@@ -138,6 +123,10 @@ extension KeychainError {
             self = .failure(.corruptItem(details))
         case .lockTimeout, .concurrentWrite:
             details.message = "The app's keyring file stayed busy: \(error.message)."
+            self = .failure(.timedOut(details))
+        case .timedOut:
+            details.message = "The app's keyring file could not be used in time: \(error.message)."
+            details.recovery = "Try again, or allow a longer timeout."
             self = .failure(.timedOut(details))
         case .invalidItem:
             details.message = "The item cannot be stored in the file keyring: \(error.message)."

@@ -19,7 +19,7 @@ extension FileKeyringStore {
                                             by: deadline) {
             return oldest
         }
-        let new = try await KeyVault.newKey(bound: bound, by: deadline)
+        let new = try await KeyVault.newKey(bound: bound, boundKeys: boundKeys, by: deadline)
         let secret = new.bound.map { FileKeyringSecret(copying: $0) } ?? new.key.withUnsafeBytes { FileKeyringSecret(copying: $0) }
         let app = self.app, attributes = new.attributes(app: app), skipped = passedOver
         let created = try await run { () async throws(FileKeyringError) in
@@ -41,7 +41,7 @@ extension FileKeyringStore {
                 return item
             })
         }
-        if created != nil { return KeyVault.KeyChoice(id: new.id, key: .success(new.key), token: nil) }
+        if created != nil { return KeyVault.KeyChoice(id: new.id, key: .success(new.key), moment: nil) }
         // Another process created one since we looked: read it.
         guard let oldest = try await oldestKey(in: try await readableItems(keyring, by: deadline), bound: bound, passingOver: &passedOver,
                                                by: deadline) else {
@@ -53,21 +53,27 @@ extension FileKeyringStore {
     func loadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
         let keyring = try await keychain.keyring(by: deadline)
         let query = ["xdg:schema": KeyVault.schema, "key-id": id.hexString]
-        let (items, damaged) = try await run { () async throws(FileKeyringError) -> ([FileKeyringItem], [FileKeyringDamagedRecord]) in
-            let contents = try await keyring.contents(by: deadline.instant)
-            return (contents.items, try contents.damaged(matching: query))
-        } ?? ([], [])
-        guard let item = items.first(where: { $0.matches(query) && AccountRules.isUsable($0.attributes, by: app) }) else {
-            // The key may be in a damaged record: that is a damaged item, not a missing key.
-            guard damaged.isEmpty else { throw StorageFailure(FileKeyringError.damaged(damaged, path: keyring.path)) }
-            return nil
-        }
-        return try await Self.load(item, by: deadline)
+        let app = self.app
+        let item = try await run { () async throws(FileKeyringError) -> FileKeyringItem? in
+            // The key's records alone are decrypted (by their hashed attributes).
+            let contents = try await keyring.contents(matchingAny: [query], by: deadline.instant)
+            guard let item = contents.items.first(where: { AccountRules.isUsable($0.attributes, by: app) }) else {
+                // The key may be in a damaged record: that is a damaged item, not a missing key.
+                let damaged = try contents.damaged(matching: query)
+                if !damaged.isEmpty { throw FileKeyringError.damaged(damaged, path: keyring.path) }
+                return nil
+            }
+            return item
+        } ?? nil
+        guard let item else { return nil }
+        return try await load(item, by: deadline)
     }
 
-    /// The file's readable items (damaged records left aside).
+    /// The file's readable key items (damaged records left aside; the key records alone decrypted).
     private func readableItems(_ keyring: FileKeyring, by deadline: Deadline) async throws(StorageFailure) -> [FileKeyringItem] {
-        try await run { () async throws(FileKeyringError) in try await keyring.contents(by: deadline.instant).items } ?? []
+        try await run { () async throws(FileKeyringError) in
+            try await keyring.contents(matchingAny: [["xdg:schema": KeyVault.schema]], by: deadline.instant).items
+        } ?? []
     }
 
     /// A file read is local: the same as ``loadKey(_:by:)``.
@@ -93,21 +99,21 @@ extension FileKeyringStore {
     private func oldestKey(in items: [FileKeyringItem], bound: Bool, passingOver passedOver: inout Set<KeyID>,
                            by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice? {
         for (id, item) in keyItems(in: items, bound: bound) where !passedOver.contains(id) {
-            let key = try await Self.load(item, by: deadline)
+            let key = try await load(item, by: deadline)
             if KeyVault.isForeign(key) {
                 Log.info("The encryption key \(id.hexString) is bound to a TPM that cannot open it; it is passed over for new data")
                 passedOver.insert(id)
                 continue
             }
-            return KeyVault.KeyChoice(id: id, key: key, token: nil)
+            return KeyVault.KeyChoice(id: id, key: key, moment: nil)
         }
         return nil
     }
 
-    private static func load(_ item: FileKeyringItem, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError> {
+    private func load(_ item: FileKeyringItem, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError> {
         // A bound key's bytes are no secret without the TPM: copied, and opened by it.
         if let bound = item.secret.withUnsafeBytes({ BoundKey.isBound(bytes: $0) ? Data($0) : nil }) {
-            return try await KeyVault.openedKey(bound, attributes: item.attributes, by: deadline)
+            return try await KeyVault.openedKey(bound, attributes: item.attributes, boundKeys: boundKeys, by: deadline)
         }
         // A plain key is read where the secret lies, without a copy on the heap.
         return item.secret.withUnsafeBytes { bytes in

@@ -7,9 +7,9 @@ import FileKeyring
 import PingStorageCrypto
 import Waiting
 
-/// A 2.0.0 bound key's pin added in a file keyring (``BoundKeyPinning``): one transaction of the
+/// A 2.0.0 bound key's pin added in a file keyring (``KeyringStore/pinBoundKey(_:replacing:with:by:)``): one transaction of the
 /// file, so the bytes compared are the bytes replaced.
-extension FileKeyringStore: BoundKeyPinning {
+extension FileKeyringStore {
     func pinBoundKey(_ id: KeyID, replacing read: Data, with pinned: Data, by deadline: Deadline) async throws(StorageFailure) {
         let keyring = try await keychain.keyring(by: deadline)
         let app = self.app

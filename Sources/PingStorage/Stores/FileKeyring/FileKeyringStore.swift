@@ -4,7 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 import FileKeyring
-import SecretService
 import Waiting
 
 /// The items and keys of a configuration in a sandbox's file keyring (``KeyringStore``): the same
@@ -20,33 +19,35 @@ struct FileKeyringStore: KeyringStore {
     let keychain: FileKeychain
     /// The app whose keys these are (``AppIdentity/id``).
     let app: String
+    /// What the TPM taught the place's keys.
+    let boundKeys: BoundKeys
 
     /// Nothing like a change token: a chosen key is read again at each save (a local file read).
-    func keysUnchanged(since token: ChangeToken?) -> Bool { false }
+    func keysUnchanged(since moment: StoreMoment?) -> Bool { false }
 
-    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue? {
+    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> StoredSecret? {
         guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }
-        return SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType)
+        return StoredSecret(read: stored[index].secret.copiedData(), contentType: stored[index].contentType)
     }
 
     /// The newest item's metadata and secret, from one read of the file (both of one version of it).
-    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: SecretItemInfo, secret: SecretValue)? {
+    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: KeychainItemInfo, secret: StoredSecret)? {
         guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }
-        return (try info(stored[index], at: index),
-                SecretValue(bytes: stored[index].secret.copiedData(), contentType: stored[index].contentType))
+        return (info(stored[index], at: index),
+                StoredSecret(read: stored[index].secret.copiedData(), contentType: stored[index].contentType))
     }
 
     /// The newest item's metadata, with a path that names the file and the item's position in it
     /// (`/file/NAME/N`: not a D-Bus object).
-    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretItemInfo? {
+    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> KeychainItemInfo? {
         guard let (stored, index) = try await newestItem(account, by: deadline) else { return nil }
-        return try info(stored[index], at: index)
+        return info(stored[index], at: index)
     }
 
     /// Leaves exactly one item of the app's own for the account, holding `value`, created when the
     /// app has none (items no app owns are left as they are). Nothing is written when that is
     /// already so, the item's secret counting as `value` when `holds` says so.
-    func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
+    func write(_ value: StoredSecret, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
                by deadline: Deadline) async throws(StorageFailure) -> Bool {
         let secret = FileKeyringSecret(copying: value.bytes)
         let keyring = try await keychain.keyring(by: deadline)
@@ -111,21 +112,18 @@ struct FileKeyringStore: KeyringStore {
         let readable = account.readable(stored.indices.compactMap { index in
             account.ownership(of: stored[index].attributes).map { (index, $0) }
         })
-        return account.chosen(readable, for: .toRead) { ItemAge(stored[$0], position: $0) }
+        return account.chosen(readable, for: .toRead) { ItemAge(stored[$0], position: stored[$0].recordIndex ?? $0) }
     }
 
     /// `/file/NAME/N` for the item at `index` of the keyring at `path` (NAME: the file's name
-    /// without `.keyring`, in the characters object paths allow).
-    static func itemPath(_ path: String, _ index: Int) throws(StorageFailure) -> ItemPath {
+    /// without `.keyring`, in the characters object paths allow, so that tools that expect one
+    /// take it).
+    static func itemLocation(_ path: String, _ index: Int) -> String {
         let file = path.split(separator: "/").last.map(String.init) ?? "keyring"
         let name = (file.hasSuffix(".keyring") ? String(file.dropLast(8)) : file).map { character -> Character in
             character.isASCII && (character.isLetter || character.isNumber) ? character : "_"
         }
-        do {
-            return try ItemPath("/file/\(name.isEmpty ? "_" : String(name))/\(index + 1)")
-        } catch {
-            throw .failure(.providerError(.init(message: "The file keyring's item \(index + 1) cannot be named.", detail: path)))
-        }
+        return "/file/\(name.isEmpty ? "_" : String(name))/\(index + 1)"
     }
 
     /// The file's readable items and the index of the one a read takes, or nil when the account
@@ -135,7 +133,9 @@ struct FileKeyringStore: KeyringStore {
     private func newestItem(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (stored: [FileKeyringItem], index: Int)? {
         let keyring = try await keychain.keyring(by: deadline)
         let stored = try await run(account: account) { () async throws(FileKeyringError) -> [FileKeyringItem] in
-            let contents = try await keyring.contents(by: deadline.instant)
+            // The account's records alone are decrypted (by their hashed attributes).
+            let contents = try await keyring.contents(matchingAny: [account.lookupAttributes, account.usernameAttributes],
+                                                      by: deadline.instant)
             try Self.refuseDamaged(contents.damaged, of: account, in: keyring, concerning: Self.readConcerns(contents.items, account))
             return contents.items
         } ?? []
@@ -148,8 +148,8 @@ struct FileKeyringStore: KeyringStore {
         items.contains { account.ownership(of: $0.attributes) == .own } ? [.own] : [.own, .unowned]
     }
 
-    private func info(_ item: FileKeyringItem, at index: Int) throws(StorageFailure) -> SecretItemInfo {
-        item.info(path: try Self.itemPath(keychain.path, index))
+    private func info(_ item: FileKeyringItem, at index: Int) -> KeychainItemInfo {
+        item.info(in: keychain.path, at: item.recordIndex ?? index)
     }
 
     /// Whether `secret` passes `holds`, given a copy of its bytes that is wiped afterwards.
@@ -198,11 +198,12 @@ extension ItemAge {
 }
 
 extension FileKeyringItem {
-    /// The item's metadata, under `path`.
-    func info(path: ItemPath) -> SecretItemInfo {
-        SecretItemInfo(path: path, label: label, attributes: attributes,
-                       created: Date(timeIntervalSince1970: Double(created)),
-                       modified: Date(timeIntervalSince1970: Double(modified)), isLocked: false)
+    /// The metadata of the item at `index` of the keyring at `path`
+    /// (``FileKeyringStore/itemLocation(_:_:)``).
+    func info(in path: String, at index: Int) -> KeychainItemInfo {
+        KeychainItemInfo(location: FileKeyringStore.itemLocation(path, index), collection: path, label: label,
+                         attributes: attributes, created: Date(timeIntervalSince1970: Double(created)),
+                         modified: Date(timeIntervalSince1970: Double(modified)), isLocked: false)
     }
 }
 

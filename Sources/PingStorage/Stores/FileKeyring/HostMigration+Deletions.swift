@@ -6,7 +6,6 @@ import Foundation
 import FileKeyring
 internal import Gcrypt
 import Locking
-import SecretService
 
 /// The host deletions of a move into the sandbox (``HostMigration``), made after the copy and
 /// recorded in the marker until they are made, so that a move interrupted between them finishes
@@ -73,11 +72,10 @@ extension HostMigration {
     /// gone is done; one that changed is left and reported; one whose deletion fails stays
     /// recorded. Then records what is left to do, in one transaction of the file.
     func completeDeletions(_ pending: [MoveRecord.Deletion]) async throws(FileKeyringError) -> Deletions {
-        let client = host.ending(by: deadline)
         var result = Deletions()
         var done = Set<String>()
         for (index, deletion) in pending.enumerated() {
-            switch await delete(deletion, client) {
+            switch await host.delete(deletion, by: deadline) {
             case .deleted:
                 result.moved += 1
                 done.insert(deletion.path)
@@ -89,10 +87,10 @@ extension HostMigration {
                 result.left.append(deletion.path)
                 done.insert(deletion.path)
             case .failed(let error):
-                Log.warning("Moving into the sandbox: the app's item \(deletion.path) stays on the host for now", error: KeychainError(error))
+                Log.warning("Moving into the sandbox: the app's item \(deletion.path) stays on the host for now", error: error)
                 result.pending += 1
             }
-            Self.reached(step: 2 + index)
+            reached(2 + index)
         }
         let (left, isMarker, finished) = (result.left, self.isMarker, done)
         _ = try await keyring.modify(by: deadline.instant) { items throws(FileKeyringError) -> Void? in
@@ -106,37 +104,15 @@ extension HostMigration {
         return result
     }
 
-    private enum DeletionResult {
-        case deleted, gone, changed
-        case failed(SecretServiceError)
-    }
-
-    /// Deletes the host item of `deletion` when it is still what was copied.
-    private func delete(_ deletion: MoveRecord.Deletion, _ client: any SecretServiceCalls) async -> DeletionResult {
-        guard let path = try? ItemPath(deletion.path) else { return .gone }  // not a path: nothing of the host's
-        do {
-            let info = try await client.itemInfo(path)
-            var value = try await client.secret(of: path).value.bytes
-            defer { value.wipe() }
-            guard MoveRecord.digest(attributes: info.attributes, secret: value) == deletion.digest else { return .changed }
-            _ = try await client.deleteItem(path)
-            return .deleted
-        } catch where error.code == .itemNotFound {
-            return .gone
-        } catch {
-            return .failed(error)
-        }
-    }
-
-    // MARK: Interrupting a move, for tests
-
-    /// Called in the moving process at each step of a move: 1 once the file holds the copies, then
-    /// 1 + N once the N-th recorded host deletion was tried. For tests of an interrupted move
-    /// (keychain-probe's `--exit-in-move STEP` ends the process there, as a kill at that moment
-    /// would); nothing by default.
-    package static let stepHook = Locked<@Sendable (Int) -> Void>({ _ in })
-
-    static func reached(step: Int) {
-        stepHook.withLock { $0 }(step)
+    /// What a host deletion did.
+    enum DeletionResult: Sendable {
+        /// Deleted now.
+        case deleted
+        /// Already gone (deleted by a move before, or by the user).
+        case gone
+        /// Changed since it was copied: left on the host.
+        case changed
+        /// Not deleted now (the host locked, say): tried again by the next start.
+        case failed(KeychainError)
     }
 }

@@ -5,7 +5,6 @@ import Foundation
 #endif
 import FileKeyring
 import PingStorageCrypto
-import SecretService
 import Waiting
 
 /// Moving an app's items from the host's Secret Service into its sandbox's file keyring, once,
@@ -91,18 +90,18 @@ package struct HostMigration: Sendable {
 
     static let markerSchema = "com.pingidentity.PingStorage.MovedIn"
 
-    /// The host's Secret Service.
-    let host: any SecretServiceCalls
-    /// Whether the host's Secret Service answers (asked only when the marker is missing).
-    let hostAnswers: @Sendable () async -> Bool
+    /// The host's keyring: the Secret Service outside the sandbox.
+    let host: any HostKeyring
     let keyring: FileKeyring
     let service: String
     /// The sandbox's app id (``AppIdentity/id``).
     let app: String
-    let collection: CollectionReference
     let deadline: Deadline
     /// Whether the sandbox reaches a TPM (asked only when the host has bound keys of the app).
     var tpmReachable: @Sendable () async -> Bool = { false }
+    /// Told each step of the move (1: the file holds the copies; 1 + N: the N-th host deletion was
+    /// tried), for tests of an interrupted move (``KeychainRuntime/moveStepHook``).
+    var reached: @Sendable (_ step: Int) -> Void = { _ in }
 
     /// Moves and copies the items in, unless the marker says it was done; completes the host
     /// deletions an earlier move left. Never throws: a failure is the outcome (the app goes on with
@@ -114,10 +113,10 @@ package struct HostMigration: Sendable {
             if let marker = try await keyring.items(by: deadline.instant).first(where: isMarker) {
                 let record = MoveRecord(marker.secret)
                 guard !record.pending.isEmpty else { return .alreadyDone(left: record.left) }
-                guard await hostAnswers() else { return .hostUnreachable(pending: record.pending.count) }
+                guard await host.answers(by: deadline) else { return .hostUnreachable(pending: record.pending.count) }
                 return .finished(try await completeDeletions(record.pending))
             }
-            guard await hostAnswers() else { return .hostUnreachable(pending: 0) }
+            guard await host.answers(by: deadline) else { return .hostUnreachable(pending: 0) }
             let hostItems = await leavingBoundKeys(try await readHostItems())
             // The app's own are moved: each recorded, to be deleted on the host once the file holds it.
             let pending = hostItems.filter { $0.info.attributes[AppIdentity.attribute] == app }.map(\.deletion)
@@ -137,12 +136,13 @@ package struct HostMigration: Sendable {
                 return missing.count
             }
             guard let copied else { return .alreadyDone(left: []) }
-            Self.reached(step: 1)
+            reached(1)
             return .copied(copied: copied, alreadyThere: hostItems.count - copied, deletions: try await completeDeletions(pending))
         } catch let error as FileKeyringError {
             return .failed(KeychainError(error))
-        } catch let error as SecretServiceError {
-            return .failed(KeychainError(error))
+        } catch let error as StorageFailure {
+            guard case .keychain(let error) = error else { return .failed(.failure(.providerError(.init(message: "cancelled")))) }
+            return .failed(error)
         } catch {
             return .failed(.failure(.providerError(.init(message: "\(error)"))))
         }
@@ -166,9 +166,9 @@ package struct HostMigration: Sendable {
     }
 
     private struct HostItem: Sendable {
-        let info: SecretItemInfo
+        let info: KeychainItemInfo
         let secret: FileKeyringSecret
-        /// The host deletion this item's move records (its path and what was copied).
+        /// The host deletion this item's move records (its location and what was copied).
         let deletion: MoveRecord.Deletion
         /// The id of the key, when this is a key item bound to a TPM (by its attribute or its bytes).
         let boundKey: KeyID?
@@ -188,27 +188,32 @@ package struct HostMigration: Sendable {
 
     /// The service's items and the key items on the host that are the app's or no app's, with
     /// their secrets.
-    private func readHostItems() async throws(SecretServiceError) -> [HostItem] {
-        let client = host.ending(by: deadline)
-        var paths = try await client.findItems(matching: ["service": service], in: collection).all
-        for path in try await client.findItems(matching: ["xdg:schema": KeychainStorageSchemas.key], in: collection).all
-        where !paths.contains(path) {
-            paths.append(path)
-        }
+    private func readHostItems() async throws(StorageFailure) -> [HostItem] {
         var items: [HostItem] = []
-        for path in paths {
-            let info = try await client.itemInfo(path)
-            guard AccountRules.isUsable(info.attributes, by: app) else { continue }  // another app's: not ours to take
-            var value = try await client.secret(of: path).value.bytes
-            defer { value.wipe() }
+        for var found in try await host.items(of: service, app: app, by: deadline) {
+            defer { found.secret.bytes.wipe() }
+            let (info, value) = (found.info, found.secret.bytes)
             let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))
             let isBoundKey = info.attributes["xdg:schema"] == KeychainStorageSchemas.key
                 && (BoundKey.isBound(info.attributes) || BoundKey.isBound(bytes: value))
             items.append(HostItem(info: info, secret: FileKeyringSecret(copying: value),
-                                  deletion: .init(path: path.rawValue, digest: MoveRecord.digest(attributes: info.attributes, secret: value)),
+                                  deletion: .init(path: info.location, digest: MoveRecord.digest(attributes: info.attributes, secret: value)),
                                   boundKey: isBoundKey ? keyID : nil,
                                   sealedWith: Envelope.isEnvelope(value) ? (try? Envelope.header(of: value))?.keyID : nil))
         }
         return items
     }
+}
+
+/// The host's keyring as a move into a sandbox sees it: the Secret Service outside the sandbox,
+/// reached when the app's manifest grants `--talk-name=org.freedesktop.secrets`.
+protocol HostKeyring: Sendable {
+    /// Whether it answers now.
+    func answers(by deadline: Deadline) async -> Bool
+    /// The items of `service` and the key items that are `app`'s or no app's (never another app's),
+    /// with their secrets, which the caller wipes.
+    func items(of service: String, app: String, by deadline: Deadline) async throws(StorageFailure)
+        -> [(info: KeychainItemInfo, secret: StoredSecret)]
+    /// Deletes the item `deletion` names when it still is what was copied (its digest); tells what it did.
+    func delete(_ deletion: HostMigration.MoveRecord.Deletion, by deadline: Deadline) async -> HostMigration.DeletionResult
 }

@@ -3,7 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SecretService
+internal import SecretService
 
 extension ItemAge {
     /// A Secret Service item's age; its number is the last element of its object path.
@@ -52,7 +52,7 @@ struct AccountItems: Sendable {
         while true {
             attempt += 1
             let (byAccount, byUsername) = (rules.lookupAttributes, rules.usernameAttributes)
-            let collection = rules.collection
+            let collection = CollectionReference(rules.collection)
             let backend = calls
             async let accountSearch = Self.result { () async throws(SecretServiceError) in
                 try await backend.searchItems(matching: byAccount, in: collection)
@@ -146,7 +146,7 @@ struct AccountItems: Sendable {
     /// app left are collapsed onto the one every process picks alike (``DuplicateChoice/toKeep``),
     /// so racing processes converge on one item instead of each deleting the other's.
     func create(_ value: SecretValue, after found: FoundItems) async throws(SecretServiceError) {
-        let created = try await calls.createItem(in: rules.collection, label: rules.label, attributes: rules.itemAttributes,
+        let created = try await calls.createItem(in: CollectionReference(rules.collection), label: rules.label, attributes: rules.itemAttributes,
                                                  secret: value, replacing: false)
         // Our own ItemCreated arrives before the answer to CreateItem: one change since the search
         // means nothing else was created or deleted in between, so the item is the app's only one.

@@ -3,7 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SecretService
+internal import SecretService
 import Waiting
 
 /// The identities of a service's items and of the key items in the Secret Service, and moving one

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import PingStorageCrypto
-import SecretService
+internal import SecretService
 import Waiting
 
 /// SecuredKeyEncryptor's key items in the Secret Service. A process that finds no key creates one
@@ -15,7 +15,7 @@ extension SecretServiceStore {
     func chooseKey(bound: Bool, by deadline: Deadline) async throws(StorageFailure) -> KeyVault.KeyChoice {
         let calls = self.calls.ending(by: deadline)
         if let oldest = try await oldestKey(calls, bound: bound, by: deadline) { return oldest }
-        let new = try await KeyVault.newKey(bound: bound, by: deadline)
+        let new = try await KeyVault.newKey(bound: bound, boundKeys: boundKeys, by: deadline)
         // An unbound key's secret points at the key's own locked memory: no copy of the key is
         // made on the heap (the transport session encrypts it from there, CGcrypt's aes_cbc.c).
         try await run { () async throws(SecretServiceError) in
@@ -49,7 +49,7 @@ extension SecretServiceStore {
             return nil
         }
         guard let info else { return nil }
-        return try await KeyVault.openedKey(bytes, attributes: info.attributes, by: deadline)
+        return try await KeyVault.openedKey(bytes, attributes: info.attributes, boundKeys: boundKeys, by: deadline)
     }
 
     /// While nothing but our own account items was created since the key item was found
@@ -57,22 +57,20 @@ extension SecretServiceStore {
     /// the token): its secret is read at once, one round trip where a search, its properties and its
     /// secret take three. Otherwise, ``loadKey(_:by:)``.
     func reloadKey(_ id: KeyID, by deadline: Deadline) async throws(StorageFailure) -> Result<SymmetricKey, EncryptorError>? {
-        if let item = knownKeys.withLock({ $0[id] }), keysUnchanged(since: item.token) {
+        if let item = knownKeys.withLock({ $0[id] }), keysUnchanged(since: StoreMoment(item.token)) {
             let calls = self.calls.ending(by: deadline)
-            var bytes = Data(), found = false
-            defer { bytes.wipe() }
-            do {
-                bytes = try await calls.secret(of: item.path).value.bytes
-                found = true
-            } catch where error.code == .itemNotFound {
-                // Deleted since: the search below says so.
-            } catch {
-                throw StorageFailure(error)
+            var bytes = try await run { () async throws(SecretServiceError) -> Data? in
+                do throws(SecretServiceError) {
+                    return try await calls.secret(of: item.path).value.bytes
+                } catch where error.code == .itemNotFound {
+                    return nil  // deleted since: the search below says so
+                }
             }
-            if found {
+            defer { bytes?.wipe() }
+            if let bytes {
                 var attributes = ["key-id": id.hexString]
                 attributes["key-check"] = item.checkValue
-                let checked = try await KeyVault.openedKey(bytes, attributes: attributes, by: deadline)
+                let checked = try await KeyVault.openedKey(bytes, attributes: attributes, boundKeys: boundKeys, by: deadline)
                 // Bytes that fail the key-check known from before may come with a new key-check (a
                 // restore rewrites both, and a rewrite does not move the token): read both afresh.
                 if case .success = checked { return checked }
@@ -83,8 +81,8 @@ extension SecretServiceStore {
 
     /// Whether the key items are as they were at `token`: nothing changed since, or only account
     /// items this connection created (a save of a new account must not cost a key search).
-    func keysUnchanged(since token: ChangeToken?) -> Bool {
-        guard let token, let now = calls.currentChangeToken else { return false }
+    func keysUnchanged(since moment: StoreMoment?) -> Bool {
+        guard let token = moment?.changeToken, let now = calls.currentChangeToken else { return false }
         return calls.rememberedItems.onlyOwnItemsCreated(since: token, now: now)
     }
 
@@ -106,12 +104,12 @@ extension SecretServiceStore {
         for candidate in candidates {
             var bytes = try await run { () async throws(SecretServiceError) in try await secret(of: candidate.info, calls, foundAt: token) }
             defer { bytes.wipe() }
-            let key = try await KeyVault.openedKey(bytes, attributes: candidate.info.attributes, by: deadline)
+            let key = try await KeyVault.openedKey(bytes, attributes: candidate.info.attributes, boundKeys: boundKeys, by: deadline)
             if KeyVault.isForeign(key) {
                 Log.info("The encryption key \(candidate.id.hexString) is bound to a TPM that cannot open it; it is passed over for new data")
                 continue
             }
-            return KeyVault.KeyChoice(id: candidate.id, key: key, token: token)
+            return KeyVault.KeyChoice(id: candidate.id, key: key, moment: StoreMoment(token))
         }
         return nil
     }
@@ -124,5 +122,26 @@ extension SecretServiceStore {
             knownKeys.withLock { $0[id] = (item.path, item.attributes["key-check"], token) }
         }
         return bytes
+    }
+}
+
+/// A 2.0.0 bound key's pin added in the Secret Service (``KeyringStore/pinBoundKey(_:replacing:with:by:)``). The Secret Service
+/// has no compare-and-swap: the item's bytes are read again right before they are replaced, so a
+/// rewrite by another program is lost only if it lands within that one round trip, and then the
+/// item holds the key this app sealed with (``KeyVault/confirm(_:)`` checks that after every save).
+extension SecretServiceStore {
+    func pinBoundKey(_ id: KeyID, replacing read: Data, with pinned: Data, by deadline: Deadline) async throws(StorageFailure) {
+        let calls = self.calls.ending(by: deadline), app = self.app
+        try await run { () async throws(SecretServiceError) in
+            let found = try await calls.findItems(matching: ["xdg:schema": KeyVault.schema, "key-id": id.hexString], in: keyCollection)
+            for path in found.all {
+                let info = try await calls.itemInfo(path)
+                guard info.attributes[AppIdentity.attribute] == app else { continue }
+                var current = try await calls.secret(of: path).value.bytes
+                defer { current.wipe() }
+                guard current == read else { continue }
+                _ = try await calls.setSecret(SecretValue(bytes: pinned, contentType: "application/octet-stream"), of: path)
+            }
+        }
     }
 }

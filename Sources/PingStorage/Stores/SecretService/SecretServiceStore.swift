@@ -5,7 +5,7 @@ import Foundation
 #endif
 import Locking
 import PingStorageCrypto
-import SecretService
+internal import SecretService
 import Waiting
 
 /// The items and keys of a configuration in the Secret Service (``KeyringStore``): the app's own
@@ -22,29 +22,26 @@ struct SecretServiceStore: KeyringStore {
     let keyCollection: CollectionReference
     /// The app whose keys these are (``AppIdentity/id``).
     let app: String
+    /// What the TPM taught the place's bound keys.
+    let boundKeys: BoundKeys
     /// Each key item loaded: where, its `key-check`, and the change token when it was found.
     let knownKeys = Locked<[KeyID: (path: ItemPath, checkValue: String?, token: ChangeToken)]>([:])
 
-    init(calls: any SecretServiceCalls, keyCollection: CollectionReference, app: String) {
+    init(calls: any SecretServiceCalls, keyCollection: CollectionReference, app: String, boundKeys: BoundKeys) {
         self.calls = calls
         self.keyCollection = keyCollection
         self.app = app
-    }
-
-    /// The store on `configuration`'s bus, through the process's one connection there.
-    static func shared(for configuration: KeychainConfiguration) -> SecretServiceStore {
-        SecretServiceStore(calls: ClientCalls.shared(for: configuration), keyCollection: configuration.collection,
-                           app: configuration.appIdentity.id)
+        self.boundKeys = boundKeys
     }
 
     /// The account's secret. The remembered item (found before, and nothing created or deleted
     /// since) is read with one GetSecret; if the answer's token shows a change meanwhile, the
     /// account is searched again.
-    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretValue? {
+    func read(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> StoredSecret? {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
         return try await run { () async throws(SecretServiceError) in
             if let known = items.rememberedItem(), let value = try await items.readRemembered(known) {
-                return value
+                return StoredSecret(value)
             }
             return try await items.retryingVanishedItem { () async throws(SecretServiceError) in
                 let found = try await items.accountItems()
@@ -54,7 +51,7 @@ struct SecretServiceStore: KeyringStore {
                 }
                 let (target, read) = try await items.chosenWithSecret(found.readable, of: found, for: .toRead)
                 items.remember(target, found: found, answeredAt: read.changeToken)
-                return read.value
+                return StoredSecret(read.value)
             }
         }
     }
@@ -62,9 +59,10 @@ struct SecretServiceStore: KeyringStore {
     /// Stores `value` with one write at most: the app's own item's secret is replaced in place, and
     /// not written at all when it already holds what `holds` recognises; without one, the app's own
     /// item is created. Items no app owns are never written into (``AccountRules``).
-    func write(_ value: SecretValue, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
+    func write(_ stored: StoredSecret, holds: @escaping @Sendable (Data) -> Bool, for account: AccountRules,
                by deadline: Deadline) async throws(StorageFailure) -> Bool {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        let value = stored.secretValue
         return try await run { () async throws(SecretServiceError) in
             if let known = items.rememberedItem(), known.isOwn, known.isComplete,
                let wrote = try await items.writeRemembered(known, value, holds) {
@@ -117,34 +115,30 @@ struct SecretServiceStore: KeyringStore {
         }
     }
 
-    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> SecretItemInfo? {
+    func info(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> KeychainItemInfo? {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
         return try await run { () async throws(SecretServiceError) in
             let found = try await items.accountItems()
-            return found.readable.isEmpty ? nil : try await items.chosen(found.readable, of: found, for: .toRead)
+            return found.readable.isEmpty ? nil : KeychainItemInfo(try await items.chosen(found.readable, of: found, for: .toRead))
         }
     }
 
     /// The metadata and the secret are asked for at once (one round trip, as ``read(_:by:)``),
     /// where ``info(_:by:)`` then a read would take two.
-    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: SecretItemInfo, secret: SecretValue)? {
+    func infoAndSecret(_ account: AccountRules, by deadline: Deadline) async throws(StorageFailure) -> (info: KeychainItemInfo, secret: StoredSecret)? {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
-        return try await run { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
-            try await items.retryingVanishedItem { () async throws(SecretServiceError) -> (info: SecretItemInfo, secret: SecretValue)? in
+        return try await run { () async throws(SecretServiceError) -> (info: KeychainItemInfo, secret: StoredSecret)? in
+            try await items.retryingVanishedItem { () async throws(SecretServiceError) -> (info: KeychainItemInfo, secret: StoredSecret)? in
                 let found = try await items.accountItems()
                 guard !found.readable.isEmpty else { return nil }
                 let (target, read) = try await items.chosenWithSecret(found.readable, of: found, for: .toRead)
-                return (target, read.value)
+                return (KeychainItemInfo(target), StoredSecret(read.value))
             }
         }
     }
 
-    /// Runs Secret Service calls: the one place their errors become ``StorageFailure``.
+    /// Runs Secret Service calls, their errors translated (``translatingSecretServiceErrors(_:)``).
     func run<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws(StorageFailure) -> Value {
-        do {
-            return try await body()
-        } catch {
-            throw StorageFailure(error)
-        }
+        try await translatingSecretServiceErrors(body)
     }
 }

@@ -41,9 +41,9 @@ package enum KeyBindingInspection {
 
     /// Whether this machine's TPM opens a bound key item's bytes: true, false when it refuses them
     /// as another TPM's (cleared, replaced, another machine), nil when it cannot be asked or the
-    /// bytes are not a bound key. One TPM command (none for a key this process opened before).
+    /// bytes are not a bound key. One TPM command.
     package static func tpmOpens(_ bytes: Data, timeout: Duration) async -> Bool? {
-        switch await BoundKey.unbind(bytes, by: Deadline(timeout: timeout)) {
+        switch await BoundKeys().unbind(bytes, by: Deadline(timeout: timeout)) {
         case .success: true
         case .failure(.tpm(let error)) where error.kind == .foreignKey: false
         case .failure: nil

@@ -1,25 +1,12 @@
 import Locking
 import PingLogger
-import SecretService
 
 /// PingStorage's log: what a support engineer needs (the backend and why, the provider reached,
 /// retries, provider quirks handled, items adopted or collapsed, failures, timings), through the
 /// SDK's shared logger, `LogManager.logger`, which logs nothing until the app sets it.
-/// SecretService's diagnostic events are forwarded here. Never secret bytes: messages name
+/// SecretService's diagnostic events are forwarded here (by the Secret Service connection, ``SecretServiceConnection``). Never secret bytes: messages name
 /// accounts, services, item paths, key ids and error kinds, never values or keys.
 enum Log {
-    /// Forwards SecretService's events to this log, once per process (a receiver the app set
-    /// itself is kept). Evaluated by the first keychain operation.
-    static let forwardingSecretService: Void = {
-        SecretServiceDiagnostics.setHandlerIfNone { event in
-            switch event.level {
-            case .debug: Log.debug(event.message)
-            case .info: Log.info(event.message)
-            case .warning: Log.warning(event.message)
-            }
-        }
-    }()
-
     /// Detail for a developer: each operation's duration.
     static func debug(_ message: @autoclosure () -> String) {
         emit(message) { $0.d($1) }

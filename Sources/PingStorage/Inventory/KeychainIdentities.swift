@@ -9,9 +9,10 @@ import Waiting
 /// identity's items to the current one: for ping-keyring's `apps` and `move`. A program's identity
 /// changes when it moves (its path is its identity unless it calls ``AppIdentity/set(_:)``) or when
 /// it starts setting one; its items then stay under the old identity, invisible to it, until they
-/// are moved. Nothing here reads a secret but a key's, to copy it.
+/// are moved (``KeyringInventory/identities()``, ``KeyringInventory/move(from:)``). Nothing here
+/// reads a secret but a key's, to copy it.
 ///
-/// Thread-safety: stateless; every call ends by the configuration's deadline.
+/// Thread-safety: stateless values and rules.
 package enum KeychainIdentities {
     /// An item of a service, or a key item, with its app; never its secret.
     package struct Item: Sendable, Equatable {
@@ -51,45 +52,6 @@ package enum KeychainIdentities {
 
         package init(moved: [String] = [], skipped: [String] = [], keysCopied: [String] = []) {
             (self.moved, self.skipped, self.keysCopied) = (moved, skipped, keysCopied)
-        }
-    }
-
-    /// The items of `configuration`'s service and the key items, where it keeps them, with their apps.
-    /// - Throws: ``KeychainError`` as a storage's `get()` would; `CancellationError`.
-    package static func items(_ configuration: KeychainConfiguration) async throws -> [Item] {
-        try await run(configuration) { store, deadline throws(StorageFailure) in
-            try await store.identityItems(service: configuration.service, by: deadline)
-        }
-    }
-
-    /// Gives the items of `configuration`'s service that identity `old` has to the configuration's
-    /// app (``KeychainConfiguration/appIdentity``), except for accounts it already has an item of,
-    /// and copies `old`'s keys that it lacks. Items of other identities, and items no app owns, are
-    /// not touched.
-    /// - Throws: ``KeychainError`` (`invalidArgument` when `old` is the app itself); `CancellationError`.
-    package static func move(from old: String, _ configuration: KeychainConfiguration) async throws -> Move {
-        let new = configuration.appIdentity.id
-        guard old != new else {
-            throw KeychainError.unableToSave(.invalidArgument(.init(
-                message: "The identity to move from is the app's own (\(new)): nothing to move.")))
-        }
-        return try await KeychainError.relabelling(.save) {
-            try await run(configuration) { store, deadline throws(StorageFailure) in
-                try await store.moveItems(service: configuration.service, from: old, to: new, by: deadline)
-            }
-        }
-    }
-
-    private static func run<Value: Sendable>(
-        _ configuration: KeychainConfiguration,
-        _ body: (any KeyringStore, Deadline) async throws(StorageFailure) -> Value
-    ) async throws -> Value {
-        let deadline = Deadline(timeout: configuration.timeout)
-        do throws(StorageFailure) {
-            let store = try await KeychainPlaces.shared.store(for: configuration, by: deadline)
-            return try await body(store, deadline)
-        } catch {
-            throw error.thrown
         }
     }
 

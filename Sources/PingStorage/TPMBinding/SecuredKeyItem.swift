@@ -3,7 +3,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import SecretService
 import Waiting
 internal import TPM
 
@@ -40,7 +39,7 @@ struct SecuredKeyItem: Sendable {
     ///   ``KeychainError`` `corruptItem` when the item holds something else.
     func read() throws -> TPMKeyBlob? {
         let items = items
-        guard let value = try Self.blocking(backstop, { try await items.read() }) else { return nil }
+        guard let value = try Self.blocking(backstop, { try await items.read(by: items.deadline()) }) else { return nil }
         guard let blob = Self.decode([UInt8](value.bytes)) else {
             throw KeychainError.unableToRetrieve(.corruptItem(.init(message:
                 "The SecuredKey item of tag '\(items.account)' (service \(Self.service)) does not hold a TPM key; it was left unchanged.")))
@@ -51,8 +50,8 @@ struct SecuredKeyItem: Sendable {
     /// Stores `blob` as the tag's one item.
     func write(_ blob: TPMKeyBlob) throws {
         let items = items
-        let value = SecretValue(bytes: Data(Self.encode(blob)), contentType: "application/octet-stream")
-        _ = try Self.blocking(backstop) { try await items.write(value) }
+        let bytes = Data(Self.encode(blob))
+        _ = try Self.blocking(backstop) { try await items.write(bytes) }
     }
 
     /// Rewrites a 2.0.0 item (no pin) that held `read` as `pinned` (the same blobs, pinned to the

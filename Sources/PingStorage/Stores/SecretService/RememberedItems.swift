@@ -1,0 +1,54 @@
+import Locking
+internal import SecretService
+
+/// What one connection's calls have taught: which item path holds each account, with the change
+/// token when that was known (valid exactly while the token has not moved), and which changes
+/// were this connection's own creations of account items.
+final class RememberedItems: Sendable {
+    struct Entry: Sendable {
+        /// The item a read of the account takes.
+        var path: ItemPath
+        var token: ChangeToken
+        /// Whether the item is the app's own: a save writes through it only then (never into an
+        /// item no app owns, ``AccountRules``).
+        var isOwn: Bool
+        /// Whether the item already carries our attributes and label (else a write adds them).
+        var isComplete: Bool
+        /// The account's items no app owns besides it, which a delete removes too; nil when not
+        /// known (a delete then searches).
+        var unowned: [ItemPath]?
+    }
+    private let entries = Locked<[String: Entry]>([:])
+    /// Token before → token after, for each creation of an account item that was the only change
+    /// at its moment (see `recordOwnItemCreation`).
+    private let ownItemCreations = Locked<[ChangeToken: ChangeToken]>([:])
+
+    subscript(key: String) -> Entry? {
+        get { entries.withLock { $0[key] } }
+        set { entries.withLock { $0[key] = newValue } }
+    }
+
+    /// Records that the one change between `before` and `after` was an account item this
+    /// connection created (its CreateItem answered at `after`, one change after `before`).
+    func recordOwnItemCreation(from before: ChangeToken, to after: ChangeToken) {
+        guard after.changes(since: before) == 1 else { return }
+        ownItemCreations.withLock { creations in
+            if creations.count >= 256 { creations.removeAll() }  // bounded: an old entry only saves a search
+            creations[before] = after
+        }
+    }
+
+    /// Whether nothing but this connection's own account items was created between `earlier` and
+    /// `now`: then no key item appeared or vanished, and a key chosen or found at `earlier` still
+    /// stands (an account item is never a key item).
+    func onlyOwnItemsCreated(since earlier: ChangeToken, now: ChangeToken) -> Bool {
+        ownItemCreations.withLock { creations in
+            var token = earlier
+            while !now.isUnchanged(since: token) {
+                guard let next = creations[token] else { return false }
+                token = next
+            }
+            return true
+        }
+    }
+}
