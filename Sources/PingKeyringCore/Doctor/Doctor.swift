@@ -107,7 +107,7 @@ enum Doctor {
             } else {
                 checks.append(.pass("sessionBus", "session bus", address))
                 checks.append(.fail("provider", "Secret Service", error,
-                                    fix: error.kind == "timedOut" ? Fix.providerHung : Fix.provider))
+                                    fix: providerFix(error)))
             }
             for (id, title) in [("collection", "collection"), ("unlocked", "unlocked"), ("transport", "transport"),
                                 ("probe", "write/read/delete"), ("encryptionKey", "encryption key")] {

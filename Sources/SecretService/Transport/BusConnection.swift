@@ -233,10 +233,11 @@ extension BusConnection {
     /// The unique name of `name`'s owner, starting the service when the bus can (D-Bus activation,
     /// as a desktop session does on first use): the one owner lookup. `recordingOwner`: the name is
     /// `org.freedesktop.secrets`, whose answer the router records in order (``MethodCall/isOwnerQuery``).
+    /// `activating` hears `true` when the bus is asked to start the service and `false` once it did.
     /// - Throws: `.noSecretService` when nothing owns the name and the bus cannot start it (its
     ///   ServiceUnknown); connection errors, `.timedOut`, `.cancelled`.
-    func owner(of name: String, recordingOwner: Bool = false, operation: String,
-               deadline: Deadline) async throws(SecretServiceError) -> String {
+    func owner(of name: String, recordingOwner: Bool = false, operation: String, deadline: Deadline,
+               activating: (@Sendable (Bool) -> Void)? = nil) async throws(SecretServiceError) -> String {
         var query = MethodCall.bus(member: "GetNameOwner", arguments: .tuple([.string(name)]))
         query.isOwnerQuery = recordingOwner
         do throws(SecretServiceError) {
@@ -244,8 +245,10 @@ extension BusConnection {
                 .body("(s)", in: operation).child(0).string
         } catch where error.code == .noSecretService {
             // No owner now: ask the bus to start one (ServiceUnknown when it cannot).
+            activating?(true)
             _ = try await call(.bus(member: "StartServiceByName", arguments: .tuple([.string(name), .uint32(0)])),
                                operation: operation, phase: .findingProvider, deadline: deadline)
+            activating?(false)
             return try await call(query, operation: operation, phase: .findingProvider, deadline: deadline)
                 .body("(s)", in: operation).child(0).string
         }

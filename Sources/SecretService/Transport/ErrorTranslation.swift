@@ -28,6 +28,10 @@ extension SecretServiceError {
            text.contains("does not exist") || text.contains("no such session") || text.contains("find session") {
             return .disconnected(operation, detail: "the provider no longer knows our session: \(detail)", dbusErrorName: name)
         }
+        // The bus started the provider and says at once why it did not come up: named, not a wait.
+        if phase == .findingProvider, let name, name.hasPrefix("org.freedesktop.DBus.Error.Spawn.") {
+            return .providerFailedToStart(operation, busText: error.message, dbusErrorName: name)
+        }
         switch name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
              "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ChildExited",
