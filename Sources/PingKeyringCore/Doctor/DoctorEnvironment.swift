@@ -117,6 +117,8 @@ struct EncryptionKeyItem: Sendable, Equatable {
     var created: Date
     /// Whether the key is bound to a TPM, and what the TPM said of it (DoctorTPM.swift).
     var binding: KeyItemBinding = .unbound
+    /// The key's app (its `pingstorage-app`); nil: no app's (PingStorage 1.x's).
+    var app: String? = nil
 }
 
 /// The doctor against the real Secret Service, with the command line's settings.
@@ -211,7 +213,8 @@ struct LiveDoctorEnvironment: DoctorEnvironment {
             let binding = await KeyItemBinding.of(attributes: info.attributes, bytes: secret.bytes)
             secret.bytes.resetBytes(in: secret.bytes.startIndex..<secret.bytes.endIndex)
             let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
-            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created, binding: binding)
+            return EncryptionKeyItem(path: path.rawValue, keyID: keyID, byteCount: byteCount, created: info.created, binding: binding,
+                                     app: info.attributes[AppIdentity.attribute])
         } catch where error.code == .itemNotFound {
             return nil
         }

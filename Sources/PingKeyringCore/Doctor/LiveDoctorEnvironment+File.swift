@@ -84,7 +84,7 @@ extension LiveDoctorEnvironment {
             let keyID = info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
             let binding = await KeyItemBinding.of(attributes: info.attributes, bytes: items[index].value.bytes)
             keys.append(EncryptionKeyItem(path: info.path.rawValue, keyID: keyID, byteCount: items[index].value.bytes.count,
-                                          created: info.created, binding: binding))
+                                          created: info.created, binding: binding, app: info.attributes[AppIdentity.attribute]))
             // Wiped where it lies in the array (a copy would be wiped instead of the bytes).
             items[index].value.bytes.wipeInPlace()
         }
