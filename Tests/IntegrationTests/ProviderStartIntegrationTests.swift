@@ -75,7 +75,8 @@ extension Integration.Faults {
 private func withActivatableProvider(_ body: (_ activate: (String) async throws -> Void) async throws -> Void) async throws {
     let serviceFile = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/services/org.freedesktop.secrets.service"
     try await Harness.waitUntilPersisted()
-    try Harness.ctl("stop")
+    // On a thread of their own: a stop or start takes seconds, which must not hold a cooperative thread.
+    try await offThePool { try Harness.ctl("stop") }
     let outcome: Result<Void, any Error>
     do {
         try await body { command in
@@ -89,7 +90,7 @@ private func withActivatableProvider(_ body: (_ activate: (String) async throws 
     }
     try? FileManager.default.removeItem(atPath: serviceFile)
     try await reloadBusConfiguration()
-    try Harness.ctl("start")
+    try await offThePool { try Harness.ctl("start") }
     try outcome.get()
 }
 
