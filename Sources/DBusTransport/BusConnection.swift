@@ -207,7 +207,8 @@ package final class BusConnection: Sendable {
     ///   (``BusError/Code/remote``: `ServiceUnknown`, or `Spawn.*` when the service failed to start);
     ///   connection errors, `.timedOut`, `.cancelled`.
     package func owner(of name: String, operation: String, deadline: Deadline,
-                       onAnswer: (@Sendable (String) -> Void)? = nil) async throws(BusError) -> String {
+                       onAnswer: (@Sendable (String) -> Void)? = nil,
+                       activating: (@Sendable (Bool) -> Void)? = nil) async throws(BusError) -> String {
         let query = MethodCall.bus(member: "GetNameOwner", arguments: .tuple([.string(name)]))
         let record: @Sendable (IncomingReply) -> Void = { reply in
             if let body = reply.body, body.isOfType("(s)") { onAnswer?(body.child(0).string) }
@@ -217,8 +218,10 @@ package final class BusConnection: Sendable {
                 .expecting("(s)", in: operation).child(0).string
         } catch where error.remoteName == "org.freedesktop.DBus.Error.NameHasNoOwner" {
             // No owner now: ask the bus to start one (ServiceUnknown when it cannot).
+            activating?(true)
             _ = try await call(.bus(member: "StartServiceByName", arguments: .tuple([.string(name), .uint32(0)])),
                                operation: operation, deadline: deadline)
+            activating?(false)
             return try await call(query, operation: operation, deadline: deadline, onReply: record)
                 .expecting("(s)", in: operation).child(0).string
         }

@@ -27,11 +27,16 @@ func writeAll(_ bytes: some Collection<UInt8>, to descriptor: Int32) {
     }
 }
 
-/// All of standard input, read on a queue of its own: a terminal waits for the user, and that wait
-/// must not hold the main actor or a cooperative-pool thread.
+/// The value `save` reads, on a queue of its own: a terminal waits for the user, and that wait
+/// must not hold the main actor or a cooperative-pool thread. At a terminal, one line typed with
+/// echo off after a prompt (``HiddenInput``); otherwise all of standard input.
 func readStandardInputOffTheExecutors() async throws(PingKeyring.InputFailure) -> Data {
     try await withCheckedContinuation { continuation in
-        DispatchQueue(label: "ping-keyring.stdin").async { continuation.resume(returning: readStandardInput()) }
+        DispatchQueue(label: "ping-keyring.stdin").async {
+            continuation.resume(returning: isatty(STDIN_FILENO) == 1
+                ? HiddenInput.readLine(from: STDIN_FILENO, prompt: HiddenInput.prompt, output: STDERR_FILENO)
+                : readStandardInput())
+        }
     }.get()
 }
 
@@ -55,7 +60,7 @@ func readStandardInput() -> Result<Data, PingKeyring.InputFailure> {
 /// The entry point. Synchronous on purpose: `--help`, `--version`, `completion`, `manual` and usage
 /// errors are answered before Swift concurrency starts (its executor threads cost about 2 ms of a
 /// 10 ms run); the other commands run as a detached task while the main thread waits for it to
-/// end the process; `save` reads stdin on a queue of its own.
+/// end the process; `save` reads stdin (at a terminal, without echo) on a queue of its own.
 @main
 enum PingKeyringMain {
     static func main() {
@@ -69,10 +74,7 @@ enum PingKeyringMain {
                 arguments: arguments,
                 environment: environment,
                 readInput: { @Sendable () async throws(PingKeyring.InputFailure) -> Data in
-                    if isatty(STDIN_FILENO) == 1 {
-                        writeAll("ping-keyring: reading the value from stdin (end with Ctrl-D)\n".utf8, to: STDERR_FILENO)
-                    }
-                    return try await readStandardInputOffTheExecutors()
+                    try await readStandardInputOffTheExecutors()
                 }))
         }
         // The task ends the process (finish exits). The main thread only waits: not

@@ -21,7 +21,7 @@ extension Integration.PingKeyring {
         #expect(lines.contains { $0.hasPrefix("ok    transport ") && $0.contains("dh-ietf1024-sha256-aes128-cbc-pkcs7") })
         #expect(lines.contains { $0.hasPrefix("ok    write/read/delete ") })
         #expect(lines.contains { $0.hasPrefix("ok    encryption key ")
-            && ($0.contains(" present (id") || $0.contains("no key yet: one is created on the first encrypted save")) })
+            && ($0.contains(" present: ") || $0.contains("no key yet: one is created on the first encrypted save")) })
         // Without a TPM the keys are not bound, and the doctor says why; with one (`--tpm`), they are or will be.
         #expect(lines.contains { $0.hasPrefix(Harness.hasTPM ? "ok    key binding        " : "ok    key binding        not bound: no TPM") },
                 "\(lines)")

@@ -209,7 +209,7 @@ extension Integration.PingKeyring {
         let result = try pingKeyring(["doctor"])
         #expect(result.status == 0, "\(result.output)")
         let line = try #require(result.output.split(separator: "\n").first { $0.hasPrefix("ok    encryption key ") })
-        #expect(line.contains(" present (id") && line.contains(key), "\(line)")
+        #expect(line.contains(" present: ") && line.contains("\(key) (app \(testApp))"), "each key with its app: \(line)")
         let checks = try #require(try jsonObject(try pingKeyring(["doctor", "--json"]))["checks"] as? [[String: Any]])
         let keyCheck = checks.first { $0["id"] as? String == "encryptionKey" }
         #expect(keyCheck?["status"] as? String == "pass")
@@ -233,7 +233,7 @@ extension Integration.PingKeyring {
             for key in [sessionKey, damagedID] { try? SecretTool.clear(["xdg:schema": keySchema, "key-id": key]) }
         }
         #expect(try pingKeyring(["doctor", "--collection", Harness.scratchCollectionName]).output
-            .contains("ok    encryption key     1 key present (id \(sessionKey))\n"))
+            .contains("ok    encryption key     1 key present: \(sessionKey) (app \(testApp))\n"))
         try SecretTool.clear(["xdg:schema": keySchema, "key-id": sessionKey])
         let stored = try SecretTool.retryingRejectedKeys { try run("secret-tool", ["store", "--label=damaged", "--collection=\(sessionCollection)",
                                              "xdg:schema", keySchema, "key-id", damagedID,

@@ -27,14 +27,29 @@ extension Integration.PingKeyring {
 
         let listed = try pingKeyring(["list", "-s", service])
         #expect(listed.output.contains("  encrypted:  unknown: plain text, not JSON (stored with --text or by another "
-                                           + "tool, or another Encryptor's output; get --text prints it)\n"), "\(listed.output)")
+                                           + "tool, or another Encryptor's output; get prints it as text)\n"), "\(listed.output)")
 
         let got = try pingKeyring(["get", "--text", "-s", service, "-a", account])
         #expect(got.status == 0, "\(got.stderr)")
         #expect(got.stdout == Data("hunter2\n".utf8))
+        // Without --text too (issue 38): printed as its text, with a warning on stderr, because the
+        // app's KeychainStorage fails on it with corruptItem (checked with the app's own storage).
         let plain = try pingKeyring(["get", "-s", service, "-a", account])
-        #expect(plain.status == 4, "without --text, a value that is not JSON is refused")
-        #expect(plain.stderr.contains("--text"), "and the message names --text: \(plain.stderr)")
+        #expect(plain.status == 0, "\(plain.stderr)")
+        #expect(plain.stdout == Data("hunter2\n".utf8))
+        #expect(plain.stderr.contains("ping-keyring: warning: the value is plain text, not JSON")
+                    && plain.stderr.contains("KeychainStorage.get() fails on it with corruptItem"), "\(plain.stderr)")
+        let app = KeychainStorage<String>(account: account, configuration: KeychainConfiguration(service: service, app: testApp))
+        #expect(await keychainError { _ = try await app.get() }?.kind == "corruptItem", "the warning is true")
+        let plainJSON = try jsonObject(try pingKeyring(["get", "--json", "-s", service, "-a", account]))
+        #expect(plainJSON["appReadsIt"] as? Bool == false && plainJSON["encoding"] as? String == "utf8")
+        #expect(plainJSON["value"] as? String == "hunter2")
+        // JSON stays JSON, with no warning.
+        let json = uniqueAccount("json")
+        #expect(try pingKeyring(["save", "-s", service, "-a", json] + asTestApp, input: Data("\"hunter2\"".utf8)).status == 0)
+        let quoted = try pingKeyring(["get", "-s", service, "-a", json])
+        #expect(quoted.stdout == Data("\"hunter2\"\n".utf8) && !quoted.stderr.contains("warning"), "\(quoted.stderr)")
+        #expect(try jsonObject(try pingKeyring(["get", "--json", "-s", service, "-a", json]))["appReadsIt"] as? Bool == true)
 
         // What Python keyring stores, get --text prints.
         let other = uniqueAccount("python")
@@ -112,10 +127,11 @@ extension Integration.PingKeyring {
         let set = try pingKeyring(["set", "org.example.App", "alice"])
         #expect(set.status == 2)
         #expect(set.stdout.isEmpty)
-        let suggested = "echo VALUE | ping-keyring save --text --app APP --service org.example.App --account alice"
+        let suggested = "ping-keyring save --text --app APP --service org.example.App --account alice"
         #expect(set.stderr.contains(suggested), "\(set.stderr)")
-        // The line works as typed, VALUE and APP filled in: secret-tool reads the value back.
-        let typed = suggested.split(separator: " ").dropFirst(4).map { $0 == "APP" ? "org.example.App" : String($0) }
+        #expect(!set.stderr.contains("echo"), "no value on a command line: \(set.stderr)")
+        // The line works as typed, APP filled in, the value on stdin: secret-tool reads it back.
+        let typed = suggested.split(separator: " ").dropFirst(1).map { $0 == "APP" ? "org.example.App" : String($0) }
         let saved = try pingKeyring(Array(typed), input: Data("hunter2\n".utf8))
         #expect(saved.status == 0, "\(typed): \(saved.stderr)")
         defer { try? SecretTool.clear(["service": "org.example.App", "account": "alice"]) }
@@ -127,6 +143,10 @@ extension Integration.PingKeyring {
         }
         #expect(try pingKeyring(["clear", "service", "S", "account", "A"]).stderr
                     .contains("ping-keyring delete --service S --account A"))
+        // secret-tool's label, its value apart, is no service; a value typed as a word is never echoed.
+        let store = try pingKeyring(["store", "--label", "My token", "service", "S", "account", "A", "hunter2"])
+        #expect(store.stderr.contains("ping-keyring save --text --app APP --service S --account A"), "\(store.stderr)")
+        #expect(!store.stderr.contains("hunter2") && !store.stderr.contains("My token"), "\(store.stderr)")
         let get = try pingKeyring(["get", "org.example.App", "alice"])
         #expect(get.status == 2)
         #expect(get.stderr.contains("'get' takes the service and account as options, not as words: "

@@ -135,10 +135,13 @@ extension Integration.PingKeyring {
         #expect(filtered.items.map(\.account) == [ours])
     }
 
-    @Test func getRefusesAValueThatIsNotJSONUnlessRaw() async throws {
+    /// Bytes that are not text (another Encryptor's output, damage) are refused; plain text is
+    /// printed as text (PingKeyringIntegrationTests+Habits.swift).
+    @Test func getRefusesAValueThatIsNotTextUnlessRaw() async throws {
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
-        try SecretTool.store(label: "bytes", attributes: lookup(account), secret: Data("opaque bytes".utf8))
+        let opaque = Data("opaque\u{0}bytes".utf8) + Data([0xFF, 0xFE])
+        try SecretTool.store(label: "bytes", attributes: lookup(account), secret: opaque)
 
         let refused = try pingKeyring(["get", "--account", account])
         #expect(refused.status == 4)
@@ -148,12 +151,13 @@ extension Integration.PingKeyring {
         #expect(!refused.stderr.contains("opaque"), "the message never quotes the value")
 
         let raw = try pingKeyring(["get", "--account", account, "--raw"])
-        #expect(raw.stdout == Data("opaque bytes".utf8), "status \(raw.status), \(raw.stdout.count) bytes, stderr: \(raw.stderr)")
+        #expect(raw.stdout == opaque, "status \(raw.status), \(raw.stdout.count) bytes, stderr: \(raw.stderr)")
         let rawJSON = try jsonObject(try pingKeyring(["get", "--account", account, "--raw", "--json"]))
-        #expect(rawJSON["value"] as? String == "opaque bytes")
-        #expect(rawJSON["encoding"] as? String == "utf8")
+        #expect(rawJSON["value"] as? String == opaque.base64EncodedString())
+        #expect(rawJSON["encoding"] as? String == "base64")
         #expect(rawJSON["encrypted"] as? String == "unknown")
-        #expect(try SecretTool.lookup(lookup(account)) == Data("opaque bytes".utf8), "left unchanged")
+        #expect(rawJSON["appReadsIt"] is NSNull, "not looked at with --raw")
+        #expect(try SecretTool.lookup(lookup(account)) == opaque, "left unchanged")
     }
 
     @Test func getPrintsOneTrailingNewlineAndEmbedsJSON() async throws {
@@ -193,7 +197,7 @@ extension Integration.PingKeyring {
 
         let got = try jsonObject(try pingKeyring(["get", "--account", account, "--json"]))
         #expect(Set(got.keys) == ["account", "service", "app", "item", "collection", "contentType", "size", "encrypted",
-                                  "keyID", "backend", "encoding", "value"])
+                                  "keyID", "backend", "appReadsIt", "encoding", "value"])
         #expect(got["keyID"] is NSNull)
         #expect(got["app"] as? String == testApp)
         #expect(got["encoding"] as? String == "json")

@@ -229,7 +229,7 @@ func run(_ program: String, _ arguments: [String], input: Data? = nil,
 
 /// Held while a pipe is made and flagged close-on-exec, and while a child is spawned, so that no
 /// child is spawned between the two (glibc's `pipe2` is not visible to Swift here).
-private let spawnLock = NSLock()
+let spawnLock = NSLock()
 
 /// A pipe whose two ends are closed on exec: a child spawned at the same moment by another thread
 /// of this process must not inherit another child's pipes (the file actions' dup2 onto 0, 1 and 2

@@ -181,7 +181,7 @@ struct ArgumentParserTests {
         #expect(CommandTable.usageLine(for: CommandTable.command(named: "get")!)
                 == "ping-keyring get --account ACCOUNT [--service SERVICE] [--text] [--raw] [GLOBAL OPTIONS]")
         #expect(CommandTable.usageLine(for: CommandTable.command(named: "search")!)
-                == "ping-keyring search ATTRIBUTE VALUE [ATTRIBUTE VALUE...] [GLOBAL OPTIONS]")
+                == "ping-keyring search ATTRIBUTE VALUE [ATTRIBUTE VALUE...] [--all] [GLOBAL OPTIONS]")
     }
 
     // MARK: Usage errors (exit 2)

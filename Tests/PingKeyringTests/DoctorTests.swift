@@ -37,9 +37,10 @@ let fileBackend = KeychainBackendChoice(kind: .fileKeyring(path: keyringPath), r
 private let keyA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 private let keyB = "0123456789abcdef0123456789abcdef"
 
-private func keyItem(_ keyID: String?, created: TimeInterval, byteCount: Int = 32, number: Int = 1) -> EncryptionKeyItem {
+private func keyItem(_ keyID: String?, created: TimeInterval, byteCount: Int = 32, number: Int = 1,
+                     app: String? = "com.example.App") -> EncryptionKeyItem {
     EncryptionKeyItem(path: "/org/freedesktop/secrets/collection/login/\(number)", keyID: keyID,
-                      byteCount: byteCount, created: Date(timeIntervalSince1970: created))
+                      byteCount: byteCount, created: Date(timeIntervalSince1970: created), app: app)
 }
 
 private func statuses(_ report: DoctorReport) -> [String] {
@@ -56,7 +57,7 @@ struct DoctorTests {
         #expect(report.exitStatus == .ok)
         #expect(report.checks[0].detail == "unix:path=/run/user/1000/bus", "the bus address is shown")
         #expect(report.checks[2].detail == "GNOME Keyring (/usr/bin/gnome-keyring-daemon, pid 42, :1.3)")
-        #expect(report.checks[7].detail == "1 key present (id \(keyA))")
+        #expect(report.checks[7].detail == "1 key present: \(keyA) (app com.example.App)")
         #expect(report.human.hasSuffix("All checks passed.\n"))
         #expect(!report.human.contains("fix:"))
     }
@@ -201,10 +202,29 @@ struct DoctorTests {
             keyItem(keyA, created: 200, number: 5), keyItem(keyB, created: 100, number: 2),
         ]))
         #expect(check.status == .pass)
-        #expect(check.detail == "2 keys present (ids \(keyB), \(keyA); new data uses the oldest, \(keyB))")
+        #expect(check.detail == "2 keys present: \(keyB) (app com.example.App), \(keyA) (app com.example.App); "
+                    + "each app seals new data with its own oldest key")
         // Same creation time: the lower id is the one SecuredKeyEncryptor settles on.
         let tied = Doctor.encryptionKeyCheck(.success([keyItem(keyA, created: 1), keyItem(keyB, created: 1)]))
-        #expect(tied.detail.hasPrefix("2 keys present (ids \(keyB), \(keyA);"))
+        #expect(tied.detail.hasPrefix("2 keys present: \(keyB) "))
+    }
+
+    /// Each key names its app (issue 38): apps seal with their own keys, not the keyring's oldest.
+    @Test func eachKeyNamesItsApp() {
+        let check = Doctor.encryptionKeyCheck(.success([
+            keyItem(keyA, created: 100, app: "com.example.A"), keyItem(keyB, created: 200, app: "com.example.B"),
+            keyItem(String(repeating: "c", count: 32), created: 50, app: nil),
+        ]))
+        #expect(check.detail == "3 keys present: \(String(repeating: "c", count: 32)) (no app: PingStorage 1.x's, which every "
+                    + "app opens data with), \(keyA) (app com.example.A), \(keyB) (app com.example.B); each app seals new data "
+                    + "with its own oldest key", "\(check.detail)")
+        #expect(!check.detail.contains("new data uses the oldest"))
+        // A damaged key that is its app's oldest stops that app's encrypted saves, though older keys exist.
+        let damaged = Doctor.encryptionKeyCheck(.success([
+            keyItem(keyA, created: 100, app: "com.example.A"), keyItem(keyB, created: 200, byteCount: 5, app: "com.example.B"),
+        ]))
+        #expect(damaged.status == .fail)
+        #expect(damaged.detail.contains("encrypted saves fail while it is its app's oldest key"), "\(damaged.detail)")
     }
 
     @Test func itemsWithoutAValidKeyIDAreIgnoredButMentioned() {
@@ -214,7 +234,7 @@ struct DoctorTests {
                 + "schema but no valid key-id attribute is ignored")
         let mixed = Doctor.encryptionKeyCheck(.success([keyItem(keyA, created: 1), keyItem(nil, created: 0),
                                                         keyItem(nil, created: 0)]))
-        #expect(mixed.detail == "1 key present (id \(keyA)); 2 items with the key schema but no valid key-id "
+        #expect(mixed.detail == "1 key present: \(keyA) (app com.example.App); 2 items with the key schema but no valid key-id "
                 + "attribute are ignored")
     }
 
@@ -227,8 +247,9 @@ struct DoctorTests {
         #expect(check.errorKind == "unsupportedFormat")
         #expect(report.exitStatus == .corrupt, "exit 4, as for a value that cannot be decrypted")
         #expect(check.detail.hasPrefix("key \(keyA) (/org/freedesktop/secrets/collection/login/9) holds 16 bytes, not 32: "))
-        #expect(check.detail.contains("encrypted saves fail while it is the oldest key"))
-        #expect(check.detail.hasSuffix("In all: 2 keys present (ids \(keyA), \(keyB); new data uses the oldest, \(keyA))"))
+        #expect(check.detail.contains("encrypted saves fail while it is its app's oldest key"))
+        #expect(check.detail.hasSuffix("In all: 2 keys present: \(keyA) (app com.example.App), \(keyB) (app com.example.App); "
+                                           + "each app seals new data with its own oldest key"))
         #expect(check.fix?.contains("secret-tool clear xdg:schema com.pingidentity.PingStorage.SecuredKey key-id \(keyA)") == true)
         #expect(check.fix?.contains("backup") == true)
 

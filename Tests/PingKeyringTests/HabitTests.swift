@@ -17,11 +17,12 @@ private func usageMessage(_ arguments: [String]) -> String? {
 struct HabitTests {
     @Test func theirVerbsGetTheCommandToType() throws {
         let set = try #require(usageMessage(["set", "org.example.App", "alice"]))
-        #expect(set.hasPrefix("unknown command 'set'; ping-keyring stores a value read from stdin with 'save': "
-                                  + "echo VALUE | ping-keyring save --text --app APP --service org.example.App --account alice"))
+        #expect(set.hasPrefix("unknown command 'set'; ping-keyring stores a value with 'save': "
+                                  + "ping-keyring save --text --app APP --service org.example.App --account alice (it asks for "
+                                  + "the value without showing it, or reads it from stdin;"), "\(set)")
         #expect(!set.contains("did you mean 'get'"), "set is one letter from get, but means save")
         let store = try #require(usageMessage(["store", "--label=x", "service", "S", "account", "A"]))
-        #expect(store.contains("echo VALUE | ping-keyring save --text --app APP --service S --account A"), "secret-tool's pairs")
+        #expect(store.contains("ping-keyring save --text --app APP --service S --account A"), "secret-tool's pairs")
         #expect(usageMessage(["clear", "service", "S", "username", "U"])?
             .contains("'delete' (never another app's): ping-keyring delete --service S --account U") == true)
         #expect(usageMessage(["del", "S", "A"])?.contains("ping-keyring delete --service S --account A") == true)
@@ -30,14 +31,74 @@ struct HabitTests {
                 "quoted for a shell")
     }
 
+    /// secret-tool's `store --label X service S account A` (its label's value apart, issue 38):
+    /// the label is no service, and the pairs are read as pairs.
+    @Test func secretToolsLabelIsNotTheService() throws {
+        for label in [["--label", "My token"], ["-l", "My token"], ["--label=My token"]] {
+            let store = try #require(usageMessage(["store"] + label + ["service", "S", "account", "A"]))
+            #expect(store.contains("ping-keyring save --text --app APP --service S --account A"), "\(label): \(store)")
+            #expect(!store.contains("My token"))
+        }
+        let python = try #require(usageMessage(["-b", "keyring.backends.SecretService.Keyring", "set", "S", "A"]))
+        #expect(python.contains("--service S --account A"), "Python keyring's -b BACKEND: \(python)")
+    }
+
+    /// A value typed on the command line by mistake is never echoed, and no suggestion puts a value
+    /// on a command line (`echo VALUE |` would leave it in the shell's history): save asks for it.
+    @Test func suggestionsNeverEchoAValue() throws {
+        let lines: [[String]] = [
+            ["set", "S", "A", "hunter2"], ["store", "service", "S", "account", "A", "hunter2"],
+            ["set", "-s", "S", "-a", "A", "hunter2"], ["save", "-s", "S", "-a", "A", "hunter2"], ["save", "-a", "A", "hunter2"],
+            ["save", "hunter2"], ["set", "hunter2"], ["store", "--label", "L", "service", "S", "account", "A", "hunter2"],
+        ]
+        for line in lines {
+            let message = try #require(usageMessage(line), "\(line)")
+            #expect(!message.contains("hunter2"), "\(line): \(message)")
+            #expect(!message.contains("echo") && !message.contains("|"), "\(line): \(message)")
+            #expect(message.contains("ping-keyring save --text --app APP --service "), "\(line): \(message)")
+        }
+        #expect(usageMessage(["set", "-s", "S", "-a", "A", "hunter2"])?.contains("--service S --account A") == true)
+        #expect(usageMessage(["save", "-s", "S", "-a", "A", "hunter2"])?
+            .hasPrefix("'save' takes no value on its command line, where the shell's history would keep it: ") == true)
+        #expect(usageMessage(["save", "-a", "A", "hunter2"])?.contains("--service com.pingidentity.keychainService --account A")
+                    == true, "the default service")
+    }
+
     @Test func positionalServiceAndAccountGetTheFlags() {
         #expect(usageMessage(["get", "org.example.App", "alice"]) == "'get' takes the service and account as options, "
             + "not as words: ping-keyring get --service org.example.App --account alice (see 'ping-keyring get --help')")
         #expect(usageMessage(["delete", "S", "A"])?.contains("ping-keyring delete --service S --account A") == true)
-        #expect(usageMessage(["save", "S", "A"])?.contains("echo VALUE | ping-keyring save --text --app APP --service S --account A")
+        #expect(usageMessage(["save", "S", "A"])?.contains("ping-keyring save --text --app APP --service S --account A")
                     == true)
         #expect(usageMessage(["get", "--acount", "A"])?.hasPrefix("unknown option '--acount' for 'get'") == true,
                 "a word after an unknown option is its value, not a positional account")
+    }
+
+    /// secret-tool's `search --all` (it lists only the first item without it): accepted, and
+    /// every match is listed anyway.
+    @Test func searchTakesSecretToolsAll() throws {
+        #expect(try ArgumentParser.parse(["search", "--all", "service", "S"])
+                    == .run(.search(attributes: ["service": "S"]), GlobalOptions()))
+        #expect(try ArgumentParser.parse(["search", "service", "S", "--all"])
+                    == .run(.search(attributes: ["service": "S"]), GlobalOptions()))
+        #expect(usageMessage(["lookup", "--all", "service", "S"])?.contains("unknown option '--all' for 'lookup'") == true)
+    }
+
+    /// `get` of plain text (secret-tool's, Python keyring's, `save --text`'s) prints its text
+    /// without --text, and warns on stderr that an app's KeychainStorage fails on it; JSON stays
+    /// JSON, without a warning.
+    @Test func getPrintsPlainTextAndWarnsThatAnAppCannotReadIt() {
+        var plain = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
+                              value: Data("hunter2".utf8), raw: false, encryption: .unknown, keyID: nil, appReadsIt: false)
+        #expect(plain.human == Data("hunter2\n".utf8))
+        #expect(plain.humanNotes == GetReport.plainTextWarning)
+        #expect(GetReport.plainTextWarning.contains("KeychainStorage.get() fails on it with corruptItem"))
+        plain.value = Data("two lines\n".utf8)
+        #expect(plain.human == Data("two lines\n\n".utf8), "as --text prints it: one newline added")
+        let json = GetReport(account: "A", service: "S", path: "/c/1", collectionPath: "/c", contentType: "text/plain",
+                             value: Data(#""hunter2""#.utf8), raw: false, encryption: .no, keyID: nil, appReadsIt: true)
+        #expect(json.human == Data("\"hunter2\"\n".utf8))
+        #expect(json.humanNotes.isEmpty)
     }
 
     @Test func lookupIsACommandNow() throws {

@@ -113,7 +113,7 @@ struct OutputTests {
                                value: Data(#"{"token":"t"}"#.utf8), raw: false, encryption: .no, keyID: nil)
         var document = report.json.document
         #expect(keysInOrder(document) == ["account", "service", "app", "item", "collection", "contentType", "size",
-                                          "encrypted", "keyID", "backend", "encoding", "value"])
+                                          "encrypted", "keyID", "backend", "appReadsIt", "encoding", "value"])
         var json = try parseJSON(document)
         #expect((json["value"] as? [String: Any])?["token"] as? String == "t", "the JSON value itself")
         #expect(json["encoding"] as? String == "json")

@@ -52,64 +52,6 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
                 "CHANGELOG.md's newest version must be PingStorageVersion.current (Sources/PingStorage/Version.swift)")
     }
 
-    /// README.md's first manifest, pointed at a clone of this repository tagged with the package's
-    /// version (as a release is: CONTRIBUTING.md), resolves to that release: the dependency line
-    /// works for someone who clones the repository (its placeholder URL once resolved nowhere).
-    @Test func theDependencyLineResolvesAgainstAClone() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-release-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let clone = try await cloneOfThisRepository(at: directory.appendingPathComponent("src/pingstorage-linux"))
-        let current = PingStorageVersion.current
-        let tags = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", "--list", current])
-        if tags.stdout.isEmpty {  // a clone of a clone without tags: tag its HEAD, as a release does
-            let tagged = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", current])
-            try #require(tagged.status == 0, "git tag: \(tagged.stderr)")
-        }
-        let manifests = directory.appendingPathComponent("manifests")
-        let readme = repositoryRoot.appendingPathComponent("README.md").path
-        let written = try await runProcess(readmeSnippetsPath, ["--readme", readme, "--manifests", manifests.path])
-        try #require(written.status == 0, "readme-snippets failed: \(written.stderr)")
-        let first = try #require(try FileManager.default.contentsOfDirectory(atPath: manifests.path)
-            .sorted { Int($0.dropFirst(5)) ?? 0 < Int($1.dropFirst(5)) ?? 0 }.first)
-        let manifest = manifests.appendingPathComponent(first).appendingPathComponent("Package.swift")
-        let text = try String(contentsOf: manifest, encoding: .utf8)
-        try #require(text.contains("file:///src/pingstorage-linux"), "README.md's first manifest no longer depends on file:///src/pingstorage-linux")
-        try text.replacingOccurrences(of: "file:///src/pingstorage-linux", with: "file://\(clone)")
-            .write(to: manifest, atomically: true, encoding: .utf8)
-        let resolved = try await runProcess("/usr/bin/env", ["swift", "package", "resolve", "--package-path", manifest.deletingLastPathComponent().path])
-        try #require(resolved.status == 0, "swift package resolve: \(resolved.stderr)")
-        let pins = try String(contentsOf: manifest.deletingLastPathComponent().appendingPathComponent("Package.resolved"), encoding: .utf8)
-        #expect(pins.contains("\"version\" : \"\(current)\""), "resolved to another version: \(pins)")
-    }
-
-    /// This commit, depended on by version as README.md shows, loads as a versioned dependency:
-    /// SwiftPM refuses unsafe flags in one ("contains unsafe build flags"; the manifest takes none),
-    /// and `swift package resolve` alone does not load the graph that far.
-    @Test func aVersionedDependencyOnThisCommitIsAccepted() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("versioned-dependency-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let clone = try await cloneOfThisRepository(at: directory.appendingPathComponent("pingstorage-linux"))
-        // A version no release has: this commit, whatever the tags around it.
-        let version = "0.0.1-dependency-check"
-        let tagged = try await runProcess("/usr/bin/env", ["git", "-C", clone, "tag", version])
-        try #require(tagged.status == 0, "git tag: \(tagged.stderr)")
-        let app = directory.appendingPathComponent("app")
-        try FileManager.default.createDirectory(at: app.appendingPathComponent("Sources/App"), withIntermediateDirectories: true)
-        try """
-            // swift-tools-version:6.0
-            import PackageDescription
-            let package = Package(
-                name: "App",
-                dependencies: [.package(url: "file://\(clone)", exact: "\(version)")],
-                targets: [.executableTarget(name: "App", dependencies: [.product(name: "PingStorage", package: "pingstorage-linux")])]
-            )
-            """.write(to: app.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
-        try "import PingStorage\n".write(to: app.appendingPathComponent("Sources/App/main.swift"), atomically: true, encoding: .utf8)
-        let loaded = try await runProcess("/usr/bin/env", ["swift", "package", "show-dependencies", "--package-path", app.path])
-        #expect(loaded.status == 0 && !loaded.stderr.contains("unsafe build flags"),
-                "SwiftPM refused the package as a versioned dependency: \(loaded.stderr)")
-    }
-
     /// The release a reader is told to depend on, or is shown installed, is the package's version:
     /// every `from:` of a pingstorage-linux dependency (README.md, the Getting Started article) and
     /// every `ping-keyring X.Y.Z` in docs/install.md. CHANGELOG.md's entry for it has a date.
@@ -131,14 +73,6 @@ let repositoryRoot = URL(fileURLWithPath: #filePath)
         #expect(changelog.contains(try Regex("\n## \\[\(current)\\] - \\d{4}-\\d{2}-\\d{2}\n")),
                 "CHANGELOG.md has no dated entry '## [\(current)] - YYYY-MM-DD'")
     }
-}
-
-/// Clones this repository (its commits and tags, not the working tree's changes) to `url`, as
-/// someone who depends on it does; returns the clone's path.
-func cloneOfThisRepository(at url: URL) async throws -> String {
-    let cloned = try await runProcess("/usr/bin/env", ["git", "clone", "--quiet", repositoryRoot.path, url.path])
-    try #require(cloned.status == 0, "git clone: \(cloned.stderr)")
-    return url.path
 }
 
 /// The identities and `name:`s of a dumped manifest's dependencies, and the `package:` of every

@@ -17,16 +17,17 @@ var readmeSnippetsPath: String {
 
 /// Runs `executable` with `arguments` and no input, waiting for it on a thread of its own (a test
 /// waiting on one of Swift's cooperative threads, as many as cores, stalls every other test).
-/// Output goes through files, so a chatty child never blocks on a full pipe.
-func runProcess(_ executable: String, _ arguments: [String]) async throws -> ProcessOutput {
+/// Output goes through files, so a chatty child never blocks on a full pipe. `directory`: the
+/// child's working directory (nil: this process's).
+func runProcess(_ executable: String, _ arguments: [String], in directory: URL? = nil) async throws -> ProcessOutput {
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread {
-            continuation.resume(with: Result { try runProcessBlocking(executable, arguments) })
+            continuation.resume(with: Result { try runProcessBlocking(executable, arguments, in: directory) })
         }
     }
 }
 
-private func runProcessBlocking(_ executable: String, _ arguments: [String]) throws -> ProcessOutput {
+private func runProcessBlocking(_ executable: String, _ arguments: [String], in workingDirectory: URL?) throws -> ProcessOutput {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("readme-process-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -36,6 +37,7 @@ private func runProcessBlocking(_ executable: String, _ arguments: [String]) thr
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
+    if let workingDirectory { process.currentDirectoryURL = workingDirectory }
     process.standardInput = FileHandle.nullDevice
     process.standardOutput = try FileHandle(forWritingTo: out)
     process.standardError = try FileHandle(forWritingTo: err)

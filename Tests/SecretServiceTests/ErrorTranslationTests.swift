@@ -64,6 +64,27 @@ struct ErrorTranslationTests {
         #expect(timedOut.message == "The keyring did not answer within 2 s." && timedOut.detail == "GetSecret got no reply within 2 s")
     }
 
+    /// A provider the bus starts and that fails at once is no provider, named with why (the bus's
+    /// Spawn errors, issue 38); later, the same names are a provider that went away.
+    @Test func aProviderTheBusCouldNotStartIsNoneWithItsFailureNamed() {
+        func translated(_ name: String, _ text: String) -> SecretServiceError {
+            SecretServiceError.translating(remote(name, text), phase: .findingProvider)
+        }
+        let exited = translated("org.freedesktop.DBus.Error.Spawn.ChildExited", "Process org.freedesktop.secrets exited with status 3")
+        #expect(exited.code == .noSecretService)
+        #expect(exited.message == "The keyring service could not be started: the bus started it and it exited with status 3 "
+                    + "before it answered.")
+        #expect(exited.detail == "Process org.freedesktop.secrets exited with status 3 (org.freedesktop.DBus.Error.Spawn.ChildExited)")
+        #expect(!exited.message.contains("org.freedesktop"), "no D-Bus names in the message")
+        let signaled = translated("org.freedesktop.DBus.Error.Spawn.ChildSignaled", "Process org.freedesktop.secrets received signal 9")
+        #expect(signaled.code == .noSecretService)
+        #expect(signaled.message.contains("it was ended by signal 9 before it answered"))
+        #expect(translated("org.freedesktop.DBus.Error.Spawn.ExecFailed", "Failed to execute program /x: No such file").message
+                    .contains("the bus could not run its program"))
+        #expect(translated("org.freedesktop.DBus.Error.Spawn.SomethingNew", "?").code == .noSecretService)
+        #expect(code(remote("org.freedesktop.DBus.Error.Spawn.ChildExited")) == .disconnected)
+    }
+
     @Test func userTextHasNoPathsAndDetailHasThem() {
         let error = SecretServiceError.itemNotFound("read secret", detail: "/org/freedesktop/secrets/collection/login/7")
         #expect(!error.message.contains("/org/freedesktop"))

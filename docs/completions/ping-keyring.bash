@@ -74,6 +74,9 @@ _ping_keyring() {
         move)
             options+=' --from -s --service'
             ;;
+        search)
+            options+=' --all'
+            ;;
         completion)
             if [[ -z $argument && $cur != -* ]]; then
                 COMPREPLY=($(compgen -W 'bash zsh' -- "$cur"))

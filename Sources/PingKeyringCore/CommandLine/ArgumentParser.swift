@@ -61,7 +61,7 @@ enum Invocation: Sendable, Equatable {
 ///
 /// Rules: the command name is the first word that is not an option or an option's value;
 /// options (`--name VALUE`, `--name=VALUE`, flags `--name`, and one-letter forms `-a VALUE`, `-j`,
-/// written apart: no `-jr`, no `-aVALUE`) may come before or after it; global
+/// flags together `-jr` and `-ja VALUE`, but no `-aVALUE`) may come before or after it; global
 /// options belong to every command; an option given twice, an unknown option or command, a value
 /// missing or given to a flag, a stray word, an empty value, and a missing required option are
 /// usage errors (exit 2). `-h`/`--help` anywhere (but as an option's value) asks for help and wins
@@ -75,7 +75,8 @@ enum ArgumentParser {
         if scan.wantsHelp { return .help(command: scan.command?.name) }
         if scan.values["version"] != nil { return .version }
         if let hint = Habits.hint(unknownCommand: scan.unknownCommand, command: scan.command?.name,
-                                  words: scan.unknownCommand != nil || scan.strayIsTheError ? scan.stray : []) {
+                                  words: scan.unknownCommand != nil || scan.strayIsTheError ? scan.stray : [],
+                                  options: scan.values) {
             throw hint
         }
         if let error = scan.error { throw error }
@@ -139,13 +140,16 @@ enum ArgumentParser {
                     continue
                 }
                 guard token.hasPrefix("--") else {
-                    // `-x`: one letter, its value (if it takes one) in the next word.
-                    guard token.count == 2, let option = ArgumentParser.lookUpOption(short: token.last!, in: command)
-                    else {
+                    // `-x`, or flags together (`-jr`): one letter each, the last one's value (if it
+                    // takes one) in the next word.
+                    guard let options = ArgumentParser.shortOptions(token, in: command) else {
                         fail(.usage(ArgumentParser.unknownShortOption(token, in: command), command: command?.name))
+                        if Habits.takesValue(shortOption: token) { index += 1 }
                         continue
                     }
-                    take(option, spelling: token, inline: nil, arguments, &index)
+                    for option in options {
+                        take(option, spelling: options.count == 1 ? token : "-\(option.short!)", inline: nil, arguments, &index)
+                    }
                     continue
                 }
                 let body = token.dropFirst(2)
@@ -156,6 +160,8 @@ enum ArgumentParser {
                     let known = (command?.options ?? CommandTable.commands.flatMap(\.options)) + CommandTable.globalOptions
                     let hint = Suggestion.didYouMean(name, among: known.map(\.name), prefix: "--")
                     fail(.usage("unknown option '--\(name)'\(suffix)\(hint)", command: command?.name))
+                    // Another tool's option and its value (`--label X`): the value is no word of ours.
+                    if inline == nil, Habits.takesValue(longOption: name) { index += 1 }
                     continue
                 }
                 take(option, spelling: "--\(name)", inline: inline, arguments, &index)
@@ -248,21 +254,41 @@ enum ArgumentParser {
         return CommandTable.commands.lazy.compactMap { $0.option(named: name) }.first
     }
 
-    /// `unknown option '-jr'`, with how to write it when it starts with a known letter.
+    /// The options of `-x` or of flags written together (`-jr`, `-ja ACCOUNT`): each letter an
+    /// option, all but the last one flags; nil when a letter is unknown or a value is attached.
+    private static func shortOptions(_ token: String, in command: CommandSpec?) -> [OptionSpec]? {
+        let letters = Array(token.dropFirst())
+        guard !letters.isEmpty else { return nil }
+        var options: [OptionSpec] = []
+        for (position, letter) in letters.enumerated() {
+            guard let option = lookUpOption(short: letter, in: command),
+                  !option.takesValue || position == letters.count - 1 else { return nil }
+            options.append(option)
+        }
+        return options
+    }
+
+    /// `unknown option '-x'`, with the letter that is unknown in `-jx`, or how to write a value
+    /// attached to its letter (`-aVALUE`).
     private static func unknownShortOption(_ token: String, in command: CommandSpec?) -> String {
         let message = "unknown option '\(token)'"
         let letters = token.dropFirst()
         if letters.count == 1, let command, lookUpOption(short: letters.first!, in: nil) != nil {
             return message + " for '\(command.name)'"  // another command's option
         }
-        guard letters.count > 1, let first = letters.first, let option = lookUpOption(short: first, in: command) else {
-            return message
+        guard letters.count > 1 else { return message }
+        // In order: an unknown letter, or one that takes a value with the rest of the word after it.
+        for index in letters.indices {
+            guard let option = lookUpOption(short: letters[index], in: command) else {
+                return message + ": '-\(letters[index])' is no option" + (command.map { " of '\($0.name)'" } ?? "")
+            }
+            guard option.takesValue else { continue }
+            let flags = letters[..<index].map { "-\($0)" }
+            let value = letters[letters.index(after: index)...]
+            return message + "; write the value apart: '" + (flags + ["-\(letters[index]) \(value)"]).joined(separator: " ")
+                + "' or '--\(option.name)=\(value)'"
         }
-        if option.takesValue {
-            let value = letters.dropFirst()
-            return message + "; write the value apart: '-\(first) \(value)' or '--\(option.name)=\(value)'"
-        }
-        return message + "; write one-letter options apart: '" + letters.map { "-\($0)" }.joined(separator: " ") + "'"
+        return message
     }
 
     /// The same by short name (`a` for `-a`); a letter means one option in every command.

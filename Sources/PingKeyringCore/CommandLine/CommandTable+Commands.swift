@@ -42,11 +42,12 @@ extension CommandTable {
                 as an app reading it with SecuredKeyEncryptor() does. Exit status 4 when it cannot be: \
                 its key is missing (keyNotFound), it was changed or copied from another item \
                 (failedToDecrypt), or its format is unknown (unsupportedFormat); and for a value that is \
-                neither JSON text nor an envelope (another Encryptor's output, or corrupt). The item is \
-                left unchanged. --text prints a value that is plain text (what 'save --text', secret-tool and \
-                Python keyring store) as it is, decrypted if need be, with a newline added. --raw prints the \
-                bytes exactly as stored, not decrypted, with no newline added. Exit status 1 when the account \
-                has no item.
+                neither text nor an envelope (another Encryptor's output, or corrupt). The item is \
+                left unchanged. A value that is plain text, not JSON (what 'save --text', secret-tool and \
+                Python keyring store), is printed as it is, decrypted if need be, with a newline added, and a \
+                warning on stderr: an app's KeychainStorage.get() fails on it with corruptItem. --text prints \
+                any text that way, JSON too. --raw prints the bytes exactly as stored, not decrypted, with no \
+                newline added. Exit status 1 when the account has no item.
                 Dates an app stores through JSONEncoder's default strategy are numbers of seconds since \
                 2001-01-01 (Foundation's reference date), not since 1970: 700000000 is 2023-03-08, not 1992.
                 stdout is the value alone: 'app: …', naming the item's app when ping-keyring chose which app to \
@@ -58,19 +59,23 @@ extension CommandTable {
                 """,
             options: [account, service,
                       OptionSpec(name: "text", valueName: nil,
-                                 help: "print a plain text value (not JSON) as it is, with a newline"),
+                                 help: "print the value as text, as it is, with a newline (JSON too)"),
                       OptionSpec(name: "raw", short: "r", valueName: nil, help: "print the bytes as stored, unchecked")]),
         CommandSpec(
-            name: "save", summary: "store the value read from stdin",
+            name: "save", summary: "store a value typed at a prompt that does not show it, or read from stdin",
             description: """
-                Reads the item's JSON text from stdin (what KeychainStorage would store: a String item \
-                is "…" with the quotes) and stores it for the account exactly as an app would: one \
-                item, replaced in place, with PingStorage's attributes and label. Leading and trailing \
-                whitespace is dropped; anything that is not JSON is refused and nothing is written.
-                With --text, stdin is stored as plain text, byte for byte but for one final newline \
-                (echo hunter2 | ping-keyring save --text … stores hunter2): what secret-tool lookup and \
-                Python keyring's get_password then read (an app reads it with KeychainStorage only if it \
-                is JSON text). It must be UTF-8 text without NUL.
+                Reads the item's JSON text (what KeychainStorage would store: a String item is "…" with the \
+                quotes) and stores it for the account exactly as an app would: one item, replaced in place, \
+                with PingStorage's attributes and label. At a terminal, it asks for the value and reads one \
+                line with the terminal's echo off, as secret-tool and Python keyring do (at most 4095 bytes; \
+                Ctrl-C leaves the terminal as it was); otherwise it reads all of stdin (a pipe, or a file: \
+                ping-keyring save … < FILE). A value is never an argument, where the shell's history would \
+                keep it. Leading and trailing whitespace is dropped; anything that is not JSON is refused and \
+                nothing is written.
+                With --text, the value is stored as plain text, byte for byte but for one final newline (a \
+                line typed or piped as hunter2 is stored as hunter2): what secret-tool lookup and Python \
+                keyring's get_password then read (an app reads it with KeychainStorage only if it is JSON \
+                text). It must be UTF-8 text without NUL.
                 With --encrypt the value is stored as SecuredKeyEncryptor's envelope (AES-256-GCM, bound \
                 to the service and account), exactly as KeychainStorage with SecuredKeyEncryptor() \
                 stores it, so apps read it back; the key is an item of its own in the collection (or the \
@@ -129,9 +134,12 @@ extension CommandTable {
                 Lists every item of the collection whose attributes include all the pairs given, whoever \
                 wrote it, as 'secret-tool search' does but without the secret: its path, label, created and \
                 modified times, whether it is locked, and its attributes. Nothing is unlocked, changed or \
-                read beyond that. Exit status 1 when no item matches.
+                read beyond that. Exit status 1 when no item matches. Every matching item is listed: --all, \
+                which secret-tool needs for that, is accepted and changes nothing.
                 """,
-            options: [], argument: ArgumentSpec(name: "ATTRIBUTE VALUE", isPairs: true)),
+            options: [OptionSpec(name: "all", valueName: nil,
+                                 help: "accepted as secret-tool takes it: every matching item is listed anyway")],
+            argument: ArgumentSpec(name: "ATTRIBUTE VALUE", isPairs: true)),
         CommandSpec(
             name: "lookup", summary: "print the secret of the first item with the given attributes",
             description: """

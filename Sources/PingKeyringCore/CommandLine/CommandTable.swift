@@ -108,8 +108,9 @@ enum CommandTable {
         exactly as an app does (through KeychainStorage and SecuredKeyEncryptor, on the backend they use \
         with the same settings), and finds out, step by step, why the keyring refuses.
         Options go before or after the command name, as --name VALUE, --name=VALUE or, for those with \
-        a letter, -n VALUE (one letter per word). It never prints a secret, except the value 'get' or \
-        'lookup' is asked for.
+        a letter, -n VALUE; letters of flags may be written together (-jr), the last one's value in the \
+        next word (-ja ACCOUNT). It never prints a secret, except the value 'get' or 'lookup' is asked \
+        for, and never takes one as an argument.
         """
 
     /// The environment variables the tool reads, for the man page.

@@ -1,3 +1,5 @@
+import PingStorage
+
 /// "did you mean …?": the known word closest to a mistyped one.
 enum Suggestion {
     /// The candidate closest to `word` by ``distance(_:_:)`` (case ignored), when it is close
@@ -43,29 +45,47 @@ enum Suggestion {
 
 /// What users of secret-tool and Python keyring type, answered with ping-keyring's words: their
 /// verbs (`set`, `store`, `del`, `clear`, …) and their positional `SERVICE ACCOUNT`, which a "did
-/// you mean" by spelling would get wrong (`set` is one letter from `get`).
+/// you mean" by spelling would get wrong (`set` is one letter from `get`). A suggestion never
+/// echoes a word that may be a secret typed by mistake, and never puts a value on a command line:
+/// `save` asks for it without showing it, or reads stdin.
 enum Habits {
     /// The usage error for a command line with an unknown first word `unknownCommand` or a known
-    /// `command`, and the `words` after it that it does not take; nil when no habit explains it.
-    static func hint(unknownCommand: String?, command: String?, words: [String]) -> ToolError? {
+    /// `command`, the `words` after it that it does not take, and the ping-keyring `options` it was
+    /// given (`-s S -a A`); nil when no habit explains it.
+    static func hint(unknownCommand: String?, command: String?, words: [String],
+                     options: [String: String] = [:]) -> ToolError? {
         if let verb = unknownCommand {
             guard let meant = verbs[verb.lowercased()] else { return nil }
-            let (service, account) = serviceAndAccount(words)
+            let (service, account) = serviceAndAccount(words, options: options, mayHoldAValue: meant.command == "save")
             return .usage("unknown command '\(verb)'; \(meant.text): "
                               + example(meant.command, service: service, account: account, given: !words.isEmpty))
         }
         guard let command, ["get", "save", "delete"].contains(command), !words.isEmpty else { return nil }
-        let (service, account) = serviceAndAccount(words)
+        let (service, account) = serviceAndAccount(words, options: options, mayHoldAValue: command == "save")
+        if command == "save", options["service"] != nil || options["account"] != nil || words.count == 1 {
+            // Words after a save that has its account are a value typed on the command line.
+            return .usage("'save' takes no value on its command line, where the shell's history would keep it: "
+                              + example("save", service: service, account: account, given: true), command: command)
+        }
         return .usage("'\(command)' takes the service and account as options, not as words: "
                           + example(command, service: service, account: account, given: true), command: command)
     }
 
+    /// Whether `--NAME` is another tool's option that takes a value (secret-tool's `--label`,
+    /// Python keyring's `--keyring-backend`, `--keyring-path`): its value is not a word to read.
+    static func takesValue(longOption name: String) -> Bool {
+        ["label", "keyring-backend", "keyring-path"].contains(name)
+    }
+
+    /// The same for `-x` (secret-tool's `-l`, Python keyring's `-b` and `-p`).
+    static func takesValue(shortOption token: String) -> Bool { ["-l", "-b", "-p"].contains(token) }
+
     /// The other tools' verbs: what ping-keyring does instead, and its command.
     private static let verbs: [String: (text: String, command: String)] = [
-        "set": ("ping-keyring stores a value read from stdin with 'save'", "save"),
-        "store": ("ping-keyring stores a value read from stdin with 'save'", "save"),
-        "add": ("ping-keyring stores a value read from stdin with 'save'", "save"),
-        "put": ("ping-keyring stores a value read from stdin with 'save'", "save"),
+        "set": ("ping-keyring stores a value with 'save'", "save"),
+        "store": ("ping-keyring stores a value with 'save'", "save"),
+        "add": ("ping-keyring stores a value with 'save'", "save"),
+        "put": ("ping-keyring stores a value with 'save'", "save"),
         "read": ("ping-keyring prints an account's value with 'get' (any item's with 'lookup ATTRIBUTE VALUE…')", "get"),
         "show": ("ping-keyring prints an account's value with 'get' (any item's with 'lookup ATTRIBUTE VALUE…')", "get"),
         "del": ("ping-keyring deletes an account's items with 'delete' (never another app's)", "delete"),
@@ -76,16 +96,24 @@ enum Habits {
         "ls": ("ping-keyring lists items with 'list' (any tool's with 'search ATTRIBUTE VALUE…')", "list"),
     ]
 
-    /// The service and account in `words`: secret-tool's pairs (`service S account A`, `username`
-    /// for the account), else Python keyring's `SERVICE USERNAME`; placeholders for what is not there.
-    private static func serviceAndAccount(_ words: [String]) -> (service: String, account: String) {
+    /// The service and account: ping-keyring's own options when given; else secret-tool's pairs
+    /// (`service S account A`, `username`/`user` for the account); else Python keyring's
+    /// `SERVICE USERNAME` (for a command that stores, `mayHoldAValue`, only when both are there).
+    /// Other words (a value typed by mistake) are never used; placeholders for what is missing.
+    private static func serviceAndAccount(_ words: [String], options: [String: String],
+                                          mayHoldAValue: Bool) -> (service: String, account: String) {
+        if options["service"] != nil || options["account"] != nil {
+            return (options["service"] ?? KeychainConfiguration.defaultService, options["account"] ?? "ACCOUNT")
+        }
         var pairs: [String: String] = [:]
-        if words.count.isMultiple(of: 2) {
-            for index in stride(from: 0, to: words.count, by: 2) { pairs[words[index]] = words[index + 1] }
+        for index in stride(from: 0, to: words.count - 1, by: 2) where pairs[words[index]] == nil {
+            pairs[words[index]] = words[index + 1]
         }
-        if let service = pairs["service"] ?? pairs["account"].map({ _ in "SERVICE" }) {
-            return (service, pairs["account"] ?? pairs["username"] ?? "ACCOUNT")
+        let account = pairs["account"] ?? pairs["username"] ?? pairs["user"]
+        if pairs["service"] != nil || account != nil {
+            return (pairs["service"] ?? "SERVICE", account ?? "ACCOUNT")
         }
+        if words.count < 2, mayHoldAValue { return ("SERVICE", "ACCOUNT") }
         return (words.first ?? "SERVICE", words.dropFirst().first ?? "ACCOUNT")
     }
 
@@ -96,9 +124,10 @@ enum Habits {
         case "save":
             // Outside a sandbox a new account's save needs --app (ping-keyring cannot tell whose it
             // is): the line works as typed once APP is filled in, where it would be refused without.
-            return "echo VALUE | ping-keyring save --text --app APP \(options) (APP: the app the item is for, e.g. "
-                + "com.example.App, left out inside the app's sandbox; plain text, as secret-tool and Python keyring "
-                + "read it; without --text, stdin is the JSON text an app reads)"
+            return "ping-keyring save --text --app APP \(options) (it asks for the value without showing it, or reads it "
+                + "from stdin; APP: the app the item is for, e.g. com.example.App, left out inside the app's sandbox; "
+                + "--text: plain text, as secret-tool and Python keyring read it; without it, the value is the JSON text "
+                + "an app reads)"
         case "list":
             return given ? "ping-keyring list --service \(quoted(service))" : "ping-keyring list"
         default:

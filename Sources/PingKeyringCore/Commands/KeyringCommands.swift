@@ -64,14 +64,16 @@ enum KeyringCommands {
                                                 account: info.attributes["account"] ?? account)
                 value = try await decrypt(secret.bytes, context: context, configuration: configuration)
             }
-            guard text ? Encryption.isPlainText(value) : Encryption.isJSONText(value) else {
-                throw notJSONText(account: account, service: service, size: value.count, decrypted: encryption == .yes,
-                                  text: text)
+            // Plain text (secret-tool's, Python keyring's, `save --text`'s) is printed as text: an app's
+            // KeychainStorage fails on it, which the report warns of (GetReport.appReadsIt).
+            guard Encryption.isJSONText(value) || Encryption.isPlainText(value) else {
+                throw notText(account: account, service: service, size: value.count, decrypted: encryption == .yes)
             }
         }
         return GetReport(account: account, service: service, path: info.location, collectionPath: info.collection,
                          contentType: secret.reportedContentType, value: value, raw: raw, text: text, encryption: encryption,
-                         keyID: Encryption.keyID(of: secret.bytes), app: info.attributes[AppIdentity.attribute])
+                         keyID: Encryption.keyID(of: secret.bytes), app: info.attributes[AppIdentity.attribute],
+                         appReadsIt: raw ? nil : Encryption.isJSONText(value))
     }
 
     /// Opens an envelope with the key in the configured collection, as
@@ -98,18 +100,15 @@ enum KeyringCommands {
         }
     }
 
-    private static func notJSONText(account: String, service: String, size: Int, decrypted: Bool,
-                                    text: Bool) -> ToolError {
-        let kind = text ? "UTF-8 text" : "JSON text"
+    private static func notText(account: String, service: String, size: Int, decrypted: Bool) -> ToolError {
         let what = decrypted
-            ? "an envelope that decrypts to \(size) bytes that are not \(kind) (not written by KeychainStorage)"
-            : "\(size) bytes that are neither \(kind) nor a SecuredKeyEncryptor envelope: written through an "
+            ? "an envelope that decrypts to \(size) bytes that are neither JSON nor UTF-8 text (not written by KeychainStorage)"
+            : "\(size) bytes that are neither JSON nor UTF-8 text nor a SecuredKeyEncryptor envelope: written through an "
                 + "Encryptor this tool does not have, or corrupt"
-        let advice = text ? "" : " (or, for plain text such as secret-tool and Python keyring store, --text)"
         return ToolError(
             kind: "corruptItem",
             message: "the item for account '\(account)' (service '\(service)') holds \(what). It was left "
-                + "unchanged; 'ping-keyring get --raw' prints the bytes as stored\(advice).")
+                + "unchanged; 'ping-keyring get --raw' prints the bytes as stored.")
     }
 
     /// libgcrypt cannot start, so `SecuredKeyEncryptor(configuration:)` is nil.
@@ -138,8 +137,8 @@ enum KeyringCommands {
         guard !value.isEmpty else {
             throw ToolError(
                 kind: "invalidInput",
-                message: "no value on stdin; pipe the item's JSON text in, e.g. "
-                    + "echo '\"value\"' | ping-keyring save --account \(account). Nothing was saved.")
+                message: "no value was given: type it when asked (at a terminal), or give it on stdin, e.g. from a "
+                    + "file: ping-keyring save --account \(account) < FILE. Nothing was saved.")
         }
         guard text || Encryption.isJSONText(value) else {
             throw ToolError(

@@ -61,7 +61,7 @@ struct ListedItem: Sendable, Equatable {
     private var encryptionText: String {
         guard encryption == .unknown, isPlainText else { return encryption.humanText(keyID: keyID) }
         return "unknown: plain text, not JSON (stored with --text or by another tool, or another Encryptor's "
-            + "output; get --text prints it)"
+            + "output; get prints it as text)"
     }
 
     var human: String {

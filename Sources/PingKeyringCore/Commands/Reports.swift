@@ -109,20 +109,31 @@ struct GetReport: Sendable, Equatable {
     var appWasChosen = false
     /// Where the item is and why (human output prints it on stderr, keeping stdout the value).
     var backend: KeychainBackendChoice? = nil
+    /// Whether an app's `KeychainStorage.get()` reads the value: it is JSON text. False for plain
+    /// text (secret-tool's, Python keyring's, `save --text`'s), on which it throws `corruptItem`;
+    /// nil with `--raw` (not looked at).
+    var appReadsIt: Bool? = true
 
-    /// Human output: the JSON text ending with exactly one newline of its own (one is added
-    /// unless the text already ends with one); with `--text` the text and one newline added (what
-    /// `save --text` dropped); with `--raw` the bytes exactly as stored.
+    /// Human output: JSON text ending with exactly one newline of its own (one is added unless
+    /// the text already ends with one); plain text, and any text with `--text`, with one newline
+    /// added (what `save --text` dropped); with `--raw` the bytes exactly as stored.
     var human: Data {
         if raw { return value }
-        return !text && value.last == 0x0A ? value : value + Data("\n".utf8)
+        return !text && appReadsIt != false && value.last == 0x0A ? value : value + Data("\n".utf8)
     }
 
     /// What human output prints on stderr, keeping stdout the value: the item's app when
-    /// ping-keyring chose which app to read as (the `backend:` line is added by the caller).
+    /// ping-keyring chose which app to read as (the `backend:` line is added by the caller), and
+    /// a warning when an app's KeychainStorage cannot read the value.
     var humanNotes: String {
-        appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : ""
+        (appWasChosen ? "app: \(AppIdentity.humanText(app))\n" : "")
+            + (appReadsIt == false ? Self.plainTextWarning : "")
     }
+
+    /// Said on stderr when `get` prints plain text.
+    static let plainTextWarning = "ping-keyring: warning: the value is plain text, not JSON: printed as it is, but an app's "
+        + "KeychainStorage.get() fails on it with corruptItem (secret-tool, Python keyring and 'save --text' store "
+        + "plain text; 'save' without --text stores JSON an app reads)\n"
 
     /// `value` is the stored JSON value itself, embedded in the document (`encoding` `json`); with
     /// `--raw`, bytes that are not JSON are a string: the text (`utf8`), or for bytes that are not
@@ -140,6 +151,7 @@ struct GetReport: Sendable, Equatable {
             ("encrypted", .string(encryption.rawValue)),
             ("keyID", .string(keyID)),
             ("backend", backend?.json ?? .null),
+            ("appReadsIt", appReadsIt.map(JSONValue.bool) ?? .null),
             ("encoding", .string(encoding)),
             ("value", shown),
         ])

@@ -106,7 +106,7 @@ enum Doctor {
             } else {
                 checks.append(.pass("sessionBus", "session bus", address))
                 checks.append(.fail("provider", "Secret Service", error,
-                                    fix: error.kind == "timedOut" ? Fix.providerHung : Fix.provider))
+                                    fix: providerFix(error)))
             }
             for (id, title) in [("collection", "collection"), ("unlocked", "unlocked"), ("transport", "transport"),
                                 ("probe", "write/read/delete"), ("encryptionKey", "encryption key")] {
@@ -195,23 +195,19 @@ enum Doctor {
         case .success(let found):
             items = found
         }
-        // Oldest first: SecuredKeyEncryptor encrypts new data with the oldest key (then lowest id).
+        // Oldest first: SecuredKeyEncryptor encrypts an app's new data with its oldest key (then lowest id).
         let keys = items.filter { $0.keyID != nil }
             .sorted { ($0.created, $0.keyID!) < ($1.created, $1.keyID!) }
         let ignored = items.count - keys.count
         let ignoredNote = ignored == 0 ? "" : "; \(ignored) item\(ignored == 1 ? "" : "s") with the key schema but "
             + "no valid key-id attribute \(ignored == 1 ? "is" : "are") ignored"
-        guard let oldest = keys.first else {
+        guard !keys.isEmpty else {
             return .pass(id, title, "no key yet: one is created on the first encrypted save" + ignoredNote)
         }
-        let ids = keys.map { $0.keyID! }
-        var present = keys.count == 1
-            ? "1 key present (id \(ids[0]))"
-            : "\(keys.count) keys present (ids \(ids.joined(separator: ", ")); new data uses the oldest, \(ids[0]))"
-        present += ignoredNote
+        let present = keysPresent(keys) + ignoredNote
         if let damaged = keys.first(where: { !$0.holdsAKey }) {
-            let consequence = damaged.keyID == oldest.keyID
-                ? "items encrypted with it cannot be decrypted, and encrypted saves fail while it is the oldest key"
+            let consequence = isItsAppsOldest(damaged, in: keys)
+                ? "items encrypted with it cannot be decrypted, and encrypted saves fail while it is its app's oldest key"
                 : "items encrypted with it cannot be decrypted"
             return .fail(id, title, ToolError(
                 kind: "unsupportedFormat",

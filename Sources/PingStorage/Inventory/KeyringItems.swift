@@ -74,9 +74,12 @@ package struct EncryptionKeyItem: Sendable, Equatable {
     package var created: Date
     /// Whether the key is bound to a TPM, and what the TPM said of it.
     package var binding: KeyItemBinding
+    /// The key's app (its `pingstorage-app`); nil: no app's (PingStorage 1.x's).
+    package var app: String?
 
-    package init(path: String, keyID: String?, byteCount: Int, created: Date, binding: KeyItemBinding = .unbound) {
-        (self.path, self.keyID, self.byteCount, self.created, self.binding) = (path, keyID, byteCount, created, binding)
+    package init(path: String, keyID: String?, byteCount: Int, created: Date, binding: KeyItemBinding = .unbound,
+                 app: String? = nil) {
+        (self.path, self.keyID, self.byteCount, self.created, self.binding, self.app) = (path, keyID, byteCount, created, binding, app)
     }
 
     /// Whether the secret has the shape of a key: 32 bytes, or a bound key's blobs and wrapped key.
@@ -96,7 +99,8 @@ package struct EncryptionKeyItem: Sendable, Equatable {
         let bytes = item.secret?.bytes ?? Data()
         let keyID = item.info.attributes["key-id"].flatMap(KeyID.init(hexString:))?.hexString
         return EncryptionKeyItem(path: item.info.location, keyID: keyID, byteCount: bytes.count, created: item.info.created,
-                                 binding: await KeyItemBinding.of(attributes: item.info.attributes, bytes: bytes, timeout: timeout))
+                                 binding: await KeyItemBinding.of(attributes: item.info.attributes, bytes: bytes, timeout: timeout),
+                                 app: item.info.attributes[AppIdentity.attribute])
     }
 }
 

@@ -117,10 +117,13 @@ final class ProviderSession: Sendable {
     }
 
     /// Finds the provider on `bus` and checks that it runs as our user; the transport is then
-    /// negotiated in the background (``startNegotiating(deadline:)``).
+    /// negotiated in the background (``startNegotiating(deadline:)``). `activating`: see
+    /// ``ProviderBus/owner(of:operation:deadline:activating:)``.
     /// - Throws: `.noSecretService`, `.untrustedProvider`, `.protocolError`, connection errors.
-    static func open(on bus: ProviderBus, deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
-        let owner = try await bus.owner(of: "org.freedesktop.secrets", operation: "find the keyring service", deadline: deadline)
+    static func open(on bus: ProviderBus, deadline: Deadline,
+                     activating: (@Sendable (Bool) -> Void)? = nil) async throws(SecretServiceError) -> ProviderSession {
+        let owner = try await bus.owner(of: "org.freedesktop.secrets", operation: "find the keyring service", deadline: deadline,
+                                        activating: activating)
         let credentials = try await bus.call(
             .bus(member: "GetConnectionCredentials", arguments: .tuple([.string(owner)])),
             operation: "identify the keyring service", phase: .findingProvider, deadline: deadline
@@ -158,6 +161,9 @@ final class ProviderLink: Sendable {
     private struct State {
         var connection: ProviderBus?
         var session: ProviderSession?
+        /// The current opening asked the bus to start the provider and the bus has not said it
+        /// did: a timeout then means it started and never answered.
+        var activating = false
     }
     private let state = Locked(State())
     private let opening = SharedWork<ProviderSession, SecretServiceError>(timekeeper: LoopThread.timekeeper)
@@ -168,7 +174,17 @@ final class ProviderLink: Sendable {
     /// - Throws: what opening throws; `.timedOut` at the caller's own deadline; `.cancelled`.
     func session(deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
         if let current = state.withLock({ $0.session }), current.isCurrent { return current }
-        return try await opening.value(operation: "connect to the keyring", deadline: deadline) { deadline throws(SecretServiceError) in
+        do throws(SecretServiceError) {
+            return try await open(deadline: deadline)
+        } catch where error.code == .timedOut && state.withLock({ $0.activating }) {
+            throw .providerStartedButSilent("connect to the keyring", after: deadline.timeout, service: "org.freedesktop.secrets")
+        }
+    }
+
+    /// Opens a session, or joins the opening under way (``SharedWork``).
+    private func open(deadline: Deadline) async throws(SecretServiceError) -> ProviderSession {
+        try await opening.value(operation: "connect to the keyring", deadline: deadline) { deadline throws(SecretServiceError) in
+            self.state.withLock { $0.activating = false }
             let previous = self.state.withLock { $0.session }
             if let previous, previous.isCurrent { return previous }
             let started = ContinuousClock.now
@@ -178,7 +194,9 @@ final class ProviderLink: Sendable {
             self.state.withLock { $0.connection = bus }
             let session: ProviderSession
             do throws(SecretServiceError) {
-                session = try await ProviderSession.open(on: bus, deadline: deadline)
+                session = try await ProviderSession.open(on: bus, deadline: deadline) { starting in
+                    self.state.withLock { $0.activating = starting }
+                }
             } catch {
                 SecretServiceDiagnostics.report(.warning, "Could not connect to the keyring service on \(self.bus): \(error.code) (\(error.message))")
                 throw error

@@ -47,6 +47,10 @@ extension SecretServiceError {
            lowered.contains("does not exist") || lowered.contains("no such session") || lowered.contains("find session") {
             return .disconnected(operation, detail: "the provider no longer knows our session: \(detail)", dbusErrorName: name)
         }
+        // The bus started the provider and says at once why it did not come up: named, not a wait.
+        if phase == .findingProvider, name.hasPrefix("org.freedesktop.DBus.Error.Spawn.") {
+            return .providerFailedToStart(operation, busText: text, dbusErrorName: name)
+        }
         switch name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
              "org.freedesktop.DBus.Error.Spawn.ServiceNotFound", "org.freedesktop.DBus.Error.Spawn.ChildExited",

@@ -88,12 +88,14 @@ final class ProviderBus: Sendable {
     /// `org.freedesktop.secrets` is recorded as the provider, in order with the signals.
     /// - Throws: `.noSecretService` when nothing owns the name and the bus cannot start it;
     ///   connection errors, `.timedOut`, `.cancelled`.
-    func owner(of name: String, operation: String, deadline: Deadline) async throws(SecretServiceError) -> String {
+    /// `activating` hears `true` when the bus is asked to start the service and `false` once it did.
+    func owner(of name: String, operation: String, deadline: Deadline,
+               activating: (@Sendable (Bool) -> Void)? = nil) async throws(SecretServiceError) -> String {
         let traffic = traffic
         do throws(BusError) {
-            return try await connection.owner(of: name, operation: operation, deadline: deadline) { owner in
+            return try await connection.owner(of: name, operation: operation, deadline: deadline, onAnswer: { owner in
                 if name == "org.freedesktop.secrets" { traffic.ownerAnswered(owner) }
-            }
+            }, activating: activating)
         } catch {
             throw SecretServiceError.translating(error, phase: .findingProvider, timeout: deadline.timeout)
         }
