@@ -39,8 +39,10 @@ extension Integration {
             let items = try SecretTool.search(["service": service])
             try #require(items.count == 2, "the app's own item beside it: \(SecretTool.describeItems(matching: ["service": service]))")
             let theirs = try #require(items.first { $0.path == written[0].path })
-            #expect(theirs.secret == written[0].secret && theirs.attributes == written[0].attributes && theirs.label == written[0].label,
-                    "Python keyring's item exactly as it was")
+            // Each part apart, with both sides, so that a failure says what changed.
+            #expect(theirs.secret == written[0].secret, "Python keyring's secret as it was")
+            #expect(theirs.attributes == written[0].attributes, "Python keyring's attributes as they were")
+            #expect(theirs.label == written[0].label, "Python keyring's label as it was")
             let ours = try #require(items.first { $0.path != written[0].path })
             #expect(ours.storedAttributes[AppIdentity.attribute] == AppIdentity.current.id)
             #expect(ours.storedAttributes["username"] == account, "Python keyring finds ours by username too")

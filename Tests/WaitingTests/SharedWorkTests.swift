@@ -4,31 +4,27 @@ import Waiting
 
 @Suite("SharedWork: one run, each joiner with its own deadline")
 struct SharedWorkTests {
-    /// Work that takes `duration`, or fails with `.timedOut` when `deadline` comes first.
-    static func slowWork(_ duration: Duration, runs: Counter) -> @Sendable (Deadline) async throws(WaitError) -> Int {
-        { deadline throws(WaitError) in
-            runs.increment()
-            let waiter = OneShot<Int, WaitError>(operation: "open", deadline: deadline, timekeeper: .light)
-            return try await waiter.value { waiter in
-                Timekeeper.light.executor.afterDelay(duration) { waiter.finish(.success(runs.value)) }
-            }
-        }
-    }
-
+    /// Checked by order, not by a clock: the work ends only when the test opens the gate, which
+    /// it does after the first caller's own short deadline ended its wait.
     @Test func aJoinerOutlivesTheFirstCallersShorterDeadline() async throws {
         let shared = SharedWork<Int, WaitError>(timekeeper: .light)
         let runs = Counter()
-        let work = Self.slowWork(.milliseconds(400), runs: runs)
-        async let first = shared.value(operation: "open", deadline: Deadline(timeout: .milliseconds(150)), work)
-        try await Task.sleep(for: .milliseconds(20))
-        async let second = shared.value(operation: "open", deadline: Deadline(timeout: .seconds(5)), work)
+        let gate = Gate()
+        let work: @Sendable (Deadline) async throws(WaitError) -> Int = { deadline throws(WaitError) in
+            runs.increment()
+            let waiter = OneShot<Int, WaitError>(operation: "open", deadline: deadline, timekeeper: .light)
+            return try await waiter.value { waiter in gate.whenOpened { waiter.finish(.success(runs.value)) } }
+        }
+        let first = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .milliseconds(150)), work) }
+        let second = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(600)), work) }
         do {
-            _ = try await first
+            _ = try await first.value
             Issue.record("the first caller's own deadline should have ended its wait")
         } catch let error as WaitError {
             #expect(error.isTimedOut)
         }
-        #expect(try await second >= 1, "the second caller gets a result within its own deadline")
+        gate.open()
+        #expect(try await second.value >= 1, "the second caller gets a result within its own deadline")
     }
 
     @Test func aCancelledJoinerLeavesTheOthersWaiting() async throws {

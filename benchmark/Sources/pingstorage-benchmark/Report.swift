@@ -4,8 +4,9 @@ import Foundation
 /// Everything one run measured, as written to `latest.json`. Field names are stable (snake_case
 /// in the file); latencies are in microseconds, sizes in bytes.
 struct Report: Codable, Sendable {
-    /// Bumped when a field changes meaning or disappears.
-    var schemaVersion = 1
+    /// Bumped when a field changes meaning or disappears (2: `issue15` became `workloads`, and a
+    /// target's `issue` number its `group`).
+    var schemaVersion = 2
     var date: String
     var machine: Machine
     var provider: Provider
@@ -15,9 +16,9 @@ struct Report: Codable, Sendable {
     var unavailable: [Unavailable]
     var concurrency: [ScalingBenchmark.Result]
     var memory: MemoryBenchmark.Result?
-    /// Issue 15's sections (main actor, cold start, accounts, scale); nil when not run.
-    var issue15: Issue15Results?
-    /// The targets of issues 5, 15 and 23 (`issue`).
+    /// The workloads (main actor, cold start, accounts, concurrent saves, scale); nil when not run.
+    var workloads: WorkloadResults?
+    /// Every target, in its group (`group`).
     var targets: [Target]
     var durationSeconds: Double
 
@@ -81,8 +82,18 @@ struct Report: Codable, Sendable {
         var unit: String
         /// nil when it could not be measured.
         var pass: Bool?
-        /// The issue that set the target (5, 15 or 23).
-        var issue = 5
+        /// The set the target belongs to; the report prints each set under its own heading.
+        var group = Group.operations
+
+        /// The sets of targets.
+        enum Group: String, Codable, Sendable {
+            /// The table, concurrency and memory: KeychainStorage against raw libsecret and the floor.
+            case operations
+            /// The workloads: main actor, cold start, many accounts, scale.
+            case workloads
+            /// coldstart-app's read share: the read built as an app usually is.
+            case appColdStart = "app_cold_start"
+        }
     }
 }
 
@@ -111,7 +122,7 @@ extension Report {
         }
     }
 
-    /// The targets of issue 5, evaluated on this run.
+    /// The targets of the table, concurrency and memory (group `operations`), evaluated on this run.
     static func targets(_ results: [OperationResult], _ scaling: [ScalingBenchmark.Result],
                         _ memory: MemoryBenchmark.Result?) -> [Target] {
         func result(_ id: String) -> OperationResult? { results.first { $0.id == id } }
@@ -162,8 +173,8 @@ extension Report {
             lines.append("mode: short (benchmark/run --short): every section with tiny sizes, to check that it runs; "
                          + "not figures to judge by")
         }
-        if let sizes = issue15?.scale?.sizes, !sizes.isEmpty {
-            let fastest = issue15?.scale?.trial?.approaches.filter { $0.id != "raw.64.session" }.map(\.projectedMinutes).min()
+        if let sizes = workloads?.scale?.sizes, !sizes.isEmpty {
+            let fastest = workloads?.scale?.trial?.approaches.filter { $0.id != "raw.64.session" }.map(\.projectedMinutes).min()
             lines.append("scale: the login collection holding \(sizes.map { grouped($0.items) }.joined(separator: ", ")) items, "
                          + "written as gnome-keyring's keyring file (daemon restarted)")
             if let fastest, let largest = sizes.map(\.items).max() {
@@ -227,21 +238,21 @@ extension Report {
                          + "\(memory.rssAfterAllBytes / 1024) KiB; growth: \(memory.growthBytes / 1024) KiB")
         }
 
-        if let issue15 {
-            lines += issue15.text
+        if let workloads {
+            lines += workloads.text
         }
 
         lines.append("")
-        lines.append("Targets (issue 5):")
-        lines += Self.targetLines(targets.filter { $0.issue == 5 })
+        lines.append("Targets (operations):")
+        lines += Self.targetLines(targets.filter { $0.group == .operations })
         if let one = concurrency.first(where: { $0.operation == "save" && $0.tasks == 1 })?.opsPerSecond,
            let sixteen = concurrency.first(where: { $0.operation == "save" && $0.tasks == 16 })?.opsPerSecond, one > 0 {
             lines.append("  info  save with 16 tasks: \(formatRatio(sixteen / one)) the ops/s of 1 task (not a target: "
                          + "gnome-keyring serializes writes and rewrites its file on each)")
         }
-        if let issue15 {
-            lines += issue15.targetText(targets.filter { $0.issue == 15 })
-            lines += issue15.issue23TargetText(targets.filter { $0.issue == 23 })
+        if let workloads {
+            lines += workloads.targetText(targets.filter { $0.group == .workloads })
+            lines += workloads.appColdStartTargetText(targets.filter { $0.group == .appColdStart })
         }
         lines.append("")
         lines.append(String(format: "The run took %.0f s.", durationSeconds))

@@ -1,11 +1,11 @@
 import BenchmarkSupport
 import Foundation
 
-/// The text of issue 15's sections in `latest.txt`, and the data of the scale plot.
-extension Issue15Results {
+/// The text of the workloads in `latest.txt`, and the data of the scale plot.
+extension WorkloadResults {
     /// A pointer to the documentation, at the top of these sections.
     static let about = [
-        "Issue 15 (benchmark/README.md describes each section): main actor, cold start, memory of many accounts,",
+        "Workloads (benchmark/README.md describes each section): main actor, cold start, memory of many accounts,",
         "many accounts saved at once, scale; in the same run and process as the table above, ratios of medians.",
     ]
 
@@ -107,9 +107,9 @@ extension Issue15Results {
         return lines
     }
 
-    /// The `Targets (issue 15)` lines and the `info` lines.
+    /// The `Targets (workloads)` lines and the `info` lines.
     func targetText(_ targets: [Report.Target]) -> [String] {
-        var lines = ["", "Targets (issue 15):"] + Report.targetLines(targets)
+        var lines = ["", "Targets (workloads):"] + Report.targetLines(targets)
         if let judged = pingKeyringBuilds.first {
             lines.append("  (the ping-keyring targets judge the \(judged.label) build; others are info lines)")
         }

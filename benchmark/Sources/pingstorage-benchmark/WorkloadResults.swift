@@ -1,9 +1,10 @@
 import BenchmarkSupport
 import Foundation
 
-/// What issue 15's sections measured, as `latest.json`'s `issue15` object, and the targets they
-/// are judged by. The text of these sections is in Issue15Text.swift.
-struct Issue15Results: Codable, Sendable {
+/// What the workloads measured (main actor, cold start, memory of many accounts, many accounts
+/// saved at once, scale), as `latest.json`'s `workloads` object, and the targets they are judged
+/// by. They run in Workloads.swift; their text is in WorkloadText.swift.
+struct WorkloadResults: Codable, Sendable {
     /// A ping-keyring build the cold-start rows started.
     struct Build: Codable, Sendable {
         var label: String
@@ -11,7 +12,7 @@ struct Issue15Results: Codable, Sendable {
         var bytes: Int
     }
 
-    /// A figure with no target in the issue, printed as an `info` line.
+    /// A figure without a target, printed as an `info` line.
     struct Info: Codable, Sendable {
         var id: String
         var text: String
@@ -36,12 +37,12 @@ struct Issue15Results: Codable, Sendable {
         return own / base
     }
 
-    /// The targets of issue 15, evaluated on this run (`issue` 15 in the JSON).
+    /// The targets of the workloads, evaluated on this run (group `workloads` in the JSON).
     var targets: [Report.Target] {
         func target(_ id: String, _ description: String, _ measured: Double?, _ limit: Double,
                     _ unit: String) -> Report.Target {
             Report.Target(id: id, description: description, measured: measured, limit: limit, comparison: "at_most",
-                          unit: unit, pass: measured.map { $0 <= limit }, issue: 15)
+                          unit: unit, pass: measured.map { $0 <= limit }, group: .workloads)
         }
         var targets = [
             target("main_actor_cached_get", "cached get from @MainActor ≤ 1 µs median",
@@ -69,7 +70,7 @@ struct Issue15Results: Codable, Sendable {
         return targets
     }
 
-    /// Figures the issue asks for without a limit.
+    /// Figures reported without a limit.
     var infos: [Info] {
         var infos: [Info] = []
         for (index, build) in pingKeyringBuilds.enumerated() where index > 0 {

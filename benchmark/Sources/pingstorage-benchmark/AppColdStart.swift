@@ -1,14 +1,14 @@
 import BenchmarkSupport
 import Foundation
 
-/// Issue 23's cold-start row: coldstart-app, the read built as an app usually is (full Foundation,
+/// The app's cold start: coldstart-app, the read built as an app usually is (full Foundation,
 /// the runtime linked dynamically), against `secret-tool lookup` in the same rounds. A whole process
 /// of such an app mostly measures its start-up (the loader binding Foundation and ICU), which no
 /// library can change; so the target judges the read's own share: each side's process minus the
 /// same binary's start-up doing nothing (coldstart-app --floor; secret-tool --help, which links the
 /// same libraries and prints its usage).
-extension Issue15Results {
-    /// What issue 23's cold-start row measured, from the medians of one run's rounds.
+extension WorkloadResults {
+    /// What the app's cold-start rows measured, from the medians of one run's rounds.
     struct AppColdStart: Sendable {
         var app: Double
         var appFloor: Double
@@ -30,7 +30,7 @@ extension Issue15Results {
         }
     }
 
-    /// The medians (ms) of issue 23's four rows, when all four ran.
+    /// The medians (ms) of the app's cold-start rows, when its read, its floor and secret-tool's two ran.
     var appColdStart: AppColdStart? {
         guard let app = coldStart("coldstart-app")?.medianMilliseconds,
               let appFloor = coldStart("coldstart-app.floor")?.medianMilliseconds,
@@ -48,19 +48,19 @@ extension Issue15Results {
                 + " = \(formatRatio(row.readShare)); the whole process \(formatRatio(row.wholeProcess))"]
     }
 
-    /// The targets of issue 23 (`issue` 23 in the JSON).
-    var issue23Targets: [Report.Target] {
+    /// The targets of the app's cold start (group `app_cold_start` in the JSON).
+    var appColdStartTargets: [Report.Target] {
         let share = appColdStart?.readShare
         return [Report.Target(id: "coldstart_app_read_share_vs_secret_tool",
                               description: "coldstart-app: the read's own share ≤ 1.0× secret-tool's",
                               measured: share, limit: 1.0, comparison: "at_most", unit: "ratio",
-                              pass: share.map { $0 <= 1.0 }, issue: 23)]
+                              pass: share.map { $0 <= 1.0 }, group: .appColdStart)]
     }
 
-    /// The `Targets (issue 23)` lines, and the whole process as an info line (no limit: it is mostly
-    /// the app's start-up).
-    func issue23TargetText(_ targets: [Report.Target]) -> [String] {
-        var lines = ["", "Targets (issue 23):"] + Report.targetLines(targets)
+    /// The `Targets (app cold start)` lines, and the whole process as an info line (no limit: it is
+    /// mostly the app's start-up).
+    func appColdStartTargetText(_ targets: [Report.Target]) -> [String] {
+        var lines = ["", "Targets (app cold start):"] + Report.targetLines(targets)
         if let row = appColdStart {
             lines.append("  info  coldstart-app (full Foundation, dynamic): whole process \(formatRatio(row.wholeProcess)) "
                          + String(format: "secret-tool lookup; its floor %.2f ms, secret-tool --help %.2f ms",
