@@ -32,7 +32,7 @@ let package = Package(
         // builds it as ping-keyring ships (--static-swift-stdlib), so the two cold-start rows compare.
         .executableTarget(name: "coldstart-get",
                           dependencies: ["BenchmarkSupport", .product(name: "PingStorage", package: "PingStorage")]),
-        // The same read built as an app usually is (issue 23): full Foundation, and benchmark/run
+        // The same read built as an app usually is (the app's cold start): full Foundation, and benchmark/run
         // builds it without --static-swift-stdlib (a build of its own), so the runtime and
         // Foundation are loaded dynamically. `--floor` exits before PingStorage is touched.
         .executableTarget(name: "coldstart-app",

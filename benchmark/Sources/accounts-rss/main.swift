@@ -1,5 +1,5 @@
 // accounts-rss COUNT TAG: the memory a process spends on KeychainStorage instances for COUNT
-// accounts (issue 15). pingstorage-benchmark starts it and reads its report.
+// accounts (the memory of many accounts). pingstorage-benchmark starts it and reads its report.
 //
 // 1. One warm-up account is saved, read and deleted, so that what every process pays once (the
 //    bus connection, the transport session, libgcrypt, the JSON coders) is paid before measuring.

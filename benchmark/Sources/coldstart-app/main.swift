@@ -2,7 +2,7 @@
 // imports full Foundation and benchmark/run builds it with the Swift runtime and Foundation linked
 // dynamically (plain `swift build -c release`), where coldstart-get has FoundationEssentials and
 // the runtime linked in. The cold-start section times both ways of running it side by side with
-// `secret-tool lookup` (issue 23):
+// `secret-tool lookup` (the app's cold start):
 //
 // - `ACCOUNT`: one `KeychainStorage<Token>.get()`, as coldstart-get (same exit statuses, prints
 //   nothing on success);

@@ -1,6 +1,6 @@
 // coldstart-get ACCOUNT: one `KeychainStorage<Token>.get()` in a fresh process, as an app that
 // reads its token when it starts. pingstorage-benchmark times whole runs of it against
-// `secret-tool lookup` of the same item (issue 15's cold start).
+// `secret-tool lookup` of the same item (the cold start).
 //
 // Exit status: 0 when the item was read and decoded, 1 when there is none, 2 on an error (on
 // stderr). It prints nothing on success: `secret-tool lookup` writes the secret to a /dev/null

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Issue 15's memory of 1,000 accounts: runs the `accounts-rss` process (see its header) a few
+/// The memory of 1,000 accounts (a workload): runs the `accounts-rss` process (see its header) a few
 /// times and keeps the median of its figures. A process of its own, so that nothing else this
 /// benchmark allocated (or freed, for malloc to hand out again) is counted.
 struct AccountsMemoryBenchmark {

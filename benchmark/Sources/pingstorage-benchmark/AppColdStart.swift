@@ -31,13 +31,17 @@ extension WorkloadResults {
     }
 
     /// The medians (ms) of the app's cold-start rows, when its read, its floor and secret-tool's two ran.
-    var appColdStart: AppColdStart? {
-        guard let app = coldStart("coldstart-app")?.medianMilliseconds,
-              let appFloor = coldStart("coldstart-app.floor")?.medianMilliseconds,
+    var appColdStart: AppColdStart? { appColdStart(id: "coldstart-app") }
+
+    /// The same for one build of coldstart-app: `coldstart-app` (the judged one) or a compared
+    /// build's id (`coldstart-app.1`…, timed without `--floor-await`).
+    func appColdStart(id: String) -> AppColdStart? {
+        guard let app = coldStart(id)?.medianMilliseconds,
+              let appFloor = coldStart(id + ".floor")?.medianMilliseconds,
               let lookup = coldStart("secret-tool.lookup")?.medianMilliseconds,
               let lookupFloor = coldStart("secret-tool.help")?.medianMilliseconds, lookup > 0 else { return nil }
         return AppColdStart(app: app, appFloor: appFloor, lookup: lookup, lookupFloor: lookupFloor,
-                            appFloorAwait: coldStart("coldstart-app.floor-await")?.medianMilliseconds)
+                            appFloorAwait: coldStart(id + ".floor-await")?.medianMilliseconds)
     }
 
     /// The line under the cold-start table.
@@ -70,6 +74,14 @@ extension WorkloadResults {
                              + String(format: "(%.2f ms): ", floorAwait) + formatRatio(row.readShareAfterAwait)
                              + " (the rest is Swift concurrency's start, paid at an app's first await)")
             }
+        }
+        for build in comparedBuilds where build.program == "coldstart-app" {
+            guard let other = appColdStart(id: build.id), let share = other.readShare else { continue }
+            let first = appColdStart?.readShare
+            lines.append("  info  coldstart-app (\(build.label)): the read's own share \(formatRatio(share)) "
+                         + "(\(formatRatio(first.map { share / $0 })) the first build's); whole process "
+                         + "\(formatRatio(other.wholeProcess)) secret-tool lookup, "
+                         + String(format: "%.2f ms, its floor %.2f ms", other.app, other.appFloor))
         }
         return lines
     }

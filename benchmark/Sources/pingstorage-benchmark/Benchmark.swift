@@ -8,9 +8,9 @@ import Glibc
 
 /// `pingstorage-benchmark`: KeychainStorage side by side with raw libsecret, the one-round-trip
 /// floor, `secret-tool` and Python `keyring`, in one process, interleaved in rounds, on the same
-/// keyring and population; then concurrency scaling and memory growth; then issue 15's sections
-/// (main actor, cold start, many accounts, scale; see Issue15Sections.swift). Prints a table and
-/// the targets of issues 5 and 15 (PASS/FAIL, never an exit status), writes `latest.json`.
+/// keyring and population; then concurrency scaling and memory growth; then the workloads (main
+/// actor, cold start, many accounts, scale; see Workloads.swift). Prints a table and the targets
+/// (PASS/FAIL, never an exit status), writes `latest.json`. `--sections` runs some of them only.
 ///
 /// Run it through `benchmark/run` (which runs it inside `dbus-test/run --isolated`): it writes
 /// many items and refuses to run outside a throwaway keyring.
@@ -67,11 +67,14 @@ struct PingStorageBenchmark {
         let itemCount = try await client.searchItems(matching: ["service": Bench.service], in: .default).all.count
         progress("\(itemCount) benchmark items in \(collectionPath)")
 
-        let operations = ours.operations + raw.operations + tool.operations + (python?.operations ?? [])
-        progress("warm-up round")
+        // The population and the contenders are set up whatever --sections says, so that every run
+        // measures the same keyring.
+        let operations = options.runs(.table)
+            ? ours.operations + raw.operations + tool.operations + (python?.operations ?? []) : []
+        if options.runs(.table) { progress("warm-up round") }
         for operation in operations { _ = try await operation.batch(0) }
         var samples: [String: Samples] = [:]
-        for round in 0..<options.rounds {
+        for round in 0..<(options.runs(.table) ? options.rounds : 0) {
             progress("round \(round + 1)/\(options.rounds)")
             for operation in operations.shuffled(using: &random) {
                 samples[operation.id, default: Samples()].append(contentsOf: try await operation.batch(round + 1))
@@ -79,15 +82,18 @@ struct PingStorageBenchmark {
         }
         await python?.stop()
 
-        let scaling = try await ScalingBenchmark(
+        let scaling = options.runs(.concurrency) ? try await ScalingBenchmark(
             storages: scalingStorages, taskCounts: [1, 4, 16], rounds: options.concurrencyRounds,
             getWindow: options.getWindow, saveWindow: options.saveWindow
-        ).run(random: &random, progress: progress)
+        ).run(random: &random, progress: progress) : []
 
-        let memory = try await MemoryBenchmark(operations: options.memoryOperations, tasks: options.memoryTasks)
-            .run(progress: progress)
+        let memory = options.runs(.memory)
+            ? try await MemoryBenchmark(operations: options.memoryOperations, tasks: options.memoryTasks)
+                .run(progress: progress)
+            : nil
 
-        let issue15 = try await runIssue15(options, worker: worker, client: client, progress: progress)
+        let workloads = options.runsWorkloads
+            ? try await runWorkloads(options, worker: worker, client: client, progress: progress) : nil
 
         let results = Report.operationResults(operations, samples)
         let report = Report(
@@ -100,9 +106,11 @@ struct PingStorageBenchmark {
                             cachedIterationsPerSample: options.sizes.cachedIterations,
                             cryptoIterationsPerSample: options.sizes.cryptoIterations,
                             benchmarkItems: itemCount, tokenJsonBytes: Token.make(account: "ks-0").json.utf8.count,
-                            mode: options.short ? "short" : "full"),
-            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory, issue15: issue15,
-            targets: Report.targets(results, scaling, memory) + issue15.targets + issue15.issue23Targets,
+                            mode: options.short ? "short" : "full",
+                            sections: Options.Section.allCases.filter(options.runs).map(\.rawValue)),
+            operations: results, unavailable: unavailable, concurrency: scaling, memory: memory, workloads: workloads,
+            targets: Report.targets(results, scaling, memory) + (workloads?.targets ?? [])
+                + (workloads?.appColdStartTargets ?? []),
             durationSeconds: (clock.now - started).seconds)
 
         print(report.text)
@@ -113,7 +121,7 @@ struct PingStorageBenchmark {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try Data(report.latencyTSV.utf8).write(to: directory.appendingPathComponent("latency.tsv"))
             try Data(report.scalingTSV.utf8).write(to: directory.appendingPathComponent("scaling.tsv"))
-            try Data(issue15.scaleTSV.utf8).write(to: directory.appendingPathComponent("scale.tsv"))
+            try Data((workloads?.scaleTSV ?? "\n").utf8).write(to: directory.appendingPathComponent("scale.tsv"))
         }
         progress("done")
     }

@@ -1,7 +1,7 @@
 import BenchmarkSupport
 import Foundation
 
-/// Issue 15's cold start: whole processes, each started through `spawn-measure` (which reports its
+/// The cold start: whole processes, each started through `spawn-measure` (which reports its
 /// wall time and peak RSS; see its header for why a launcher of its own), in rounds that run every
 /// command once in a shuffled order, after one untimed warm-up round (page cache). Medians per
 /// command; ratios are of medians from the same rounds.
@@ -79,11 +79,14 @@ struct ColdStartBenchmark {
         return (Double(fields[1]) * 1e-9, Int(fields[2]))
     }
 
-    /// The commands of issue 15: the spawn floor, the Swift floor, `secret-tool lookup` and `--help`, coldstart-get,
-    /// and `get --account` and `--help` of each ping-keyring build, all on the item of `account`; and issue 23's
-    /// coldstart-app and its floor when `coldStartApp` is given.
-    static func commands(account: String, secretTool: String, coldStartGet: String, swiftHello: String,
-                         coldStartApp: String?, pingKeyring: [(label: String, path: String)]) -> [Command] {
+    /// The commands: the spawn floor, the Swift floor, `secret-tool lookup` and `--help`, each build of
+    /// coldstart-get, and `get --account` and `--help` of each ping-keyring build, all on the item of
+    /// `account`; and each build of coldstart-app (the app built as usual) with its floor. The first
+    /// build of each program has the plain ids (`coldstart-get`, `coldstart-app`, `ping-keyring.get`);
+    /// the others `.1`, `.2`… after the program's name, and their label in the row.
+    static func commands(account: String, secretTool: String, coldStartGets: [(label: String, path: String)],
+                         swiftHello: String, coldStartApps: [(label: String, path: String)],
+                         pingKeyring: [(label: String, path: String)]) -> [Command] {
         var commands = [
             Command(id: "floor.true", label: "/bin/true (the launcher's floor)", arguments: ["/bin/true"]),
             Command(id: "floor.swift-hello", label: "swift-hello (a Swift program printing one line)",
@@ -92,16 +95,27 @@ struct ColdStartBenchmark {
                     arguments: [secretTool, "lookup", "service", Bench.service, "account", account]),
             Command(id: "secret-tool.help", label: "secret-tool --help", arguments: [secretTool, "--help"],
                     expectedStatus: 2, quiet: true),
-            Command(id: "coldstart-get", label: "coldstart-get (KeychainStorage<Token>.get)",
-                    arguments: [coldStartGet, account]),
         ]
-        if let coldStartApp {
-            commands.append(Command(id: "coldstart-app", label: "coldstart-app (Foundation, dynamic): get",
-                                    arguments: [coldStartApp, account]))
-            commands.append(Command(id: "coldstart-app.floor", label: "coldstart-app --floor (exits at main)",
-                                    arguments: [coldStartApp, "--floor"]))
-            commands.append(Command(id: "coldstart-app.floor-await", label: "coldstart-app --floor-await (one await)",
-                                    arguments: [coldStartApp, "--floor-await"]))
+        for (index, build) in coldStartGets.enumerated() {
+            commands.append(index == 0
+                ? Command(id: "coldstart-get", label: "coldstart-get (KeychainStorage<Token>.get)", arguments: [build.path, account])
+                : Command(id: "coldstart-get.\(index)", label: "coldstart-get (\(build.label))", arguments: [build.path, account]))
+        }
+        for (index, build) in coldStartApps.enumerated() {
+            if index == 0 {
+                commands.append(Command(id: "coldstart-app", label: "coldstart-app (Foundation, dynamic): get",
+                                        arguments: [build.path, account]))
+                commands.append(Command(id: "coldstart-app.floor", label: "coldstart-app --floor (exits at main)",
+                                        arguments: [build.path, "--floor"]))
+                commands.append(Command(id: "coldstart-app.floor-await", label: "coldstart-app --floor-await (one await)",
+                                        arguments: [build.path, "--floor-await"]))
+            } else {
+                // Another build, compared with the first: its read and its own floor.
+                commands.append(Command(id: "coldstart-app.\(index)", label: "coldstart-app (\(build.label)): get",
+                                        arguments: [build.path, account]))
+                commands.append(Command(id: "coldstart-app.\(index).floor", label: "coldstart-app --floor (\(build.label))",
+                                        arguments: [build.path, "--floor"]))
+            }
         }
         for (index, build) in pingKeyring.enumerated() {
             let suffix = index == 0 ? "" : ".\(index)"

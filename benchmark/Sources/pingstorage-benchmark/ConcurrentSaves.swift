@@ -3,7 +3,7 @@ import Foundation
 import PingStorage
 import Synchronization
 
-/// Issue 15's 100 accounts saved at once from one process: KeychainStorage with one task per
+/// The 100 accounts saved at once (a workload) from one process: KeychainStorage with one task per
 /// account (each saving a changed value once) against raw libsecret storing the same number of
 /// values, on the login collection. Rounds run the two in a shuffled order; a round's throughput
 /// is accounts / (time until the last save finished); the result is the median over rounds.

@@ -2,7 +2,7 @@ import BenchmarkSupport
 import Foundation
 import PingStorage
 
-/// Issue 15's main-actor rows: `KeychainStorage.get` called from `@MainActor` code, as a UI app
+/// The main-actor rows (a workload): `KeychainStorage.get` called from `@MainActor` code, as a UI app
 /// calls it, against the same calls from a detached task, interleaved in rounds.
 ///
 /// How the main actor is really running here: `PingStorageBenchmark.main()` is `async`, so the

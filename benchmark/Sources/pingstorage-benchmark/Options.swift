@@ -17,31 +17,51 @@ extension PingStorageBenchmark {
         var allowAnyKeyring = false
         /// Whether this is the short (CI) run; the report says so.
         var short = false
-        /// Issue 15: `ping-keyring` builds to start, as (label, path); the first one is judged.
+        /// The sections to run (`--sections`); all of them unless told.
+        var sections = Set(Section.allCases)
+        /// Cold start: `ping-keyring` builds to start, as (label, path); the first one is judged.
         var pingKeyring: [(label: String, path: String)] = []
-        /// Issue 15: the cold-start launcher (tools/spawn-measure.c, compiled by benchmark/run).
+        /// Cold start: the launcher (tools/spawn-measure.c, compiled by benchmark/run).
         var spawnMeasure: String?
-        /// Issue 23: coldstart-app, built as an app usually is (full Foundation, dynamic runtime).
-        var coldStartApp: String?
-        /// Issue 15: rounds of whole processes (cold start).
+        /// Cold start: coldstart-app builds, as (label, path); the first is the app built as usual
+        /// (full Foundation, dynamic runtime), the one the target judges; others are compared with it.
+        var coldStartApps: [(label: String, path: String)] = []
+        /// Cold start: other builds of coldstart-get, compared with the one built next to this binary.
+        var coldStartGets: [(label: String, path: String)] = []
+        /// Cold start: rounds of whole processes.
         var coldStartRounds = 40
-        /// Issue 15: accounts held by the accounts-rss process, and how many times it runs.
+        /// Memory of many accounts: accounts held by the accounts-rss process, and how many times it runs.
         var memoryAccounts = 1000
         var memoryAccountRuns = 3
-        /// Issue 15: accounts saved at once, and rounds of that.
+        /// Accounts saved at once, and rounds of that.
         var concurrentAccounts = 100
         var concurrentRounds = 5
-        /// Issue 15: items in the login collection, and rounds at each size.
+        /// Scale: items in the login collection, and rounds at each size.
         var scaleSizes = [10, 1000, 5000]
         var scaleRounds = 15
-        /// Issue 15: items each population approach adds in the trial (at the second size).
+        /// Scale: items each population approach adds in the trial (at the second size).
         var populationTrialItems = 20
+
+        /// The benchmark's sections, in the order they run.
+        enum Section: String, CaseIterable {
+            case table, concurrency, memory
+            case mainActor = "main-actor", coldStart = "cold-start", accounts, concurrentSaves = "concurrent-saves", scale
+        }
+
+        /// Whether `section` runs.
+        func runs(_ section: Section) -> Bool { sections.contains(section) }
+
+        /// Whether any of the workloads (main actor and after) runs.
+        var runsWorkloads: Bool {
+            sections.contains { ![.table, .concurrency, .memory].contains($0) }
+        }
 
         static let usage = """
             usage: pingstorage-benchmark [--output DIR] [--plot-data DIR] [--rounds N] [--seed N]
                                          [--memory-ops N] [--short] [--python PATH] [--allow-any-keyring]
-                                         [--ping-keyring LABEL=PATH]... [--spawn-measure PATH]
-                                         [--coldstart-app PATH]
+                                         [--sections NAME,NAME,...] [--ping-keyring LABEL=PATH]...
+                                         [--spawn-measure PATH] [--coldstart-app [LABEL=]PATH]...
+                                         [--coldstart-get LABEL=PATH]... [--coldstart-rounds N]
                                          [--scale-sizes N,N,...]
               --output DIR       where latest.json goes (default benchmark/results)
               --plot-data DIR    also write latency.tsv, scaling.tsv and scale.tsv there (for gnuplot)
@@ -50,10 +70,16 @@ extension PingStorageBenchmark {
               --short, --quick   a smoke run of every section with tiny sizes: 3 rounds, short windows,
                                  5,000 memory operations, 100 / 20 accounts, scale at 10 and 50 items
               --python PATH      the Python with Debian's python3-keyring (default /usr/bin/python3)
+              --sections LIST    run only these sections (default all): table, concurrency, memory,
+                                 main-actor, cold-start, accounts, concurrent-saves, scale
               --ping-keyring LABEL=PATH  a release build of ping-keyring for the cold-start rows
                                  (repeatable; the first is the one the targets judge)
               --spawn-measure PATH  the cold-start launcher (benchmark/tools/spawn-measure.c, built)
-              --coldstart-app PATH  coldstart-app built without --static-swift-stdlib (the app rows)
+              --coldstart-app [LABEL=]PATH  coldstart-app built without --static-swift-stdlib (the app
+                                 rows; repeatable: the first is judged, others are compared with it)
+              --coldstart-get LABEL=PATH  another build of coldstart-get, compared with the one built
+                                 next to this binary in the same rounds (repeatable)
+              --coldstart-rounds N  rounds of the cold-start section (default 40)
               --scale-sizes N,N,...  items in the login collection for the scale rows (default 10,1000,5000)
               --allow-any-keyring  run even outside dbus-test/run --isolated (writes hundreds of items!)
             """
@@ -83,7 +109,29 @@ extension PingStorageBenchmark {
                     guard pair.count == 2 else { fail("--ping-keyring needs LABEL=PATH") }
                     options.pingKeyring.append((pair[0], pair[1]))
                 case "--spawn-measure": options.spawnMeasure = value(argument)
-                case "--coldstart-app": options.coldStartApp = value(argument)
+                case "--coldstart-app":
+                    let given = value(argument)
+                    let pair = given.split(separator: "=", maxSplits: 1).map(String.init)
+                    if pair.count == 2, !pair[0].contains("/") {
+                        options.coldStartApps.append((pair[0], pair[1]))
+                    } else {
+                        options.coldStartApps.append(("as built", given))
+                    }
+                case "--coldstart-get":
+                    let pair = value(argument).split(separator: "=", maxSplits: 1).map(String.init)
+                    guard pair.count == 2 else { fail("--coldstart-get needs LABEL=PATH") }
+                    options.coldStartGets.append((pair[0], pair[1]))
+                case "--coldstart-rounds": options.coldStartRounds = number(argument)
+                case "--sections":
+                    var sections = Set<Section>()
+                    for name in value(argument).split(separator: ",") {
+                        guard let section = Section(rawValue: String(name)) else {
+                            fail("--sections: no section \(name) (\(Section.allCases.map(\.rawValue).joined(separator: ", ")))")
+                        }
+                        sections.insert(section)
+                    }
+                    guard !sections.isEmpty else { fail("--sections needs at least one section") }
+                    options.sections = sections
                 case "--scale-sizes":
                     let sizes = value(argument).split(separator: ",").compactMap { Int($0) }
                     guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 10 }) else { fail("--scale-sizes needs numbers ≥ 10") }

@@ -47,6 +47,8 @@ struct Report: Codable, Sendable {
         var tokenJsonBytes: Int
         /// `full`, or `short` (benchmark/run --short: every section with tiny sizes, for CI).
         var mode = "full"
+        /// The sections that ran (`--sections`; all of them unless told).
+        var sections: [String]
     }
 
     struct OperationResult: Codable, Sendable {
@@ -173,6 +175,12 @@ extension Report {
             lines.append("mode: short (benchmark/run --short): every section with tiny sizes, to check that it runs; "
                          + "not figures to judge by")
         }
+        // --sections: the sections that did not run, and the targets they would have measured, are left out.
+        let someSections = settings.sections.count < PingStorageBenchmark.Options.Section.allCases.count
+        let shownTargets = someSections ? targets.filter { $0.measured != nil } : targets
+        if someSections {
+            lines.append("sections: \(settings.sections.joined(separator: ", ")) (--sections: the others did not run)")
+        }
         if let sizes = workloads?.scale?.sizes, !sizes.isEmpty {
             let fastest = workloads?.scale?.trial?.approaches.filter { $0.id != "raw.64.session" }.map(\.projectedMinutes).min()
             lines.append("scale: the login collection holding \(sizes.map { grouped($0.items) }.joined(separator: ", ")) items, "
@@ -182,29 +190,9 @@ extension Report {
                              + "costing in proportion to the items present (see the trial)")
             }
         }
-        lines.append("")
-        let header = column("operation", 50) + column("median", 11, right: true) + column("p95", 11, right: true)
-            + column("× raw", 9, right: true) + column("× floor", 9, right: true) + column("n", 6, right: true)
-        lines.append(header)
-        lines.append(String(repeating: "-", count: header.count))
-        var previousContender: String?
-        for result in operations {
-            if let previousContender, previousContender != result.contender,
-               result.contender != "floor" || previousContender != "libsecret" {
-                lines.append("")
-            }
-            previousContender = result.contender
-            lines.append(column(result.label, 50)
-                         + column(formatLatency(result.medianMicroseconds.map { $0 / 1e6 }), 11, right: true)
-                         + column(formatLatency(result.p95Microseconds.map { $0 / 1e6 }), 11, right: true)
-                         + column(formatRatio(result.ratioToLibsecret), 9, right: true)
-                         + column(formatRatio(result.ratioToFloor), 9, right: true)
-                         + column(String(result.samples), 6, right: true))
+        if !operations.isEmpty || !someSections {
+            lines += operationsTable
         }
-        lines.append("× raw: median over raw libsecret's median for the same kind of operation (lookup, store, clear);")
-        lines.append("× floor: median over one GetSecret round trip on a known item (secret_item_load_secret_sync).")
-        lines.append("Each read/save batch starts with one untimed call on its account (steady state); \"after an item")
-        lines.append("change\" is a get right after another client created and deleted an item.")
         for missing in unavailable {
             lines.append("not measured: \(missing.contender): \(missing.reason)")
         }
@@ -242,21 +230,52 @@ extension Report {
             lines += workloads.text
         }
 
-        lines.append("")
-        lines.append("Targets (operations):")
-        lines += Self.targetLines(targets.filter { $0.group == .operations })
+        if shownTargets.contains(where: { $0.group == .operations }) || !someSections {
+            lines.append("")
+            lines.append("Targets (operations):")
+            lines += Self.targetLines(shownTargets.filter { $0.group == .operations })
+        }
         if let one = concurrency.first(where: { $0.operation == "save" && $0.tasks == 1 })?.opsPerSecond,
            let sixteen = concurrency.first(where: { $0.operation == "save" && $0.tasks == 16 })?.opsPerSecond, one > 0 {
             lines.append("  info  save with 16 tasks: \(formatRatio(sixteen / one)) the ops/s of 1 task (not a target: "
                          + "gnome-keyring serializes writes and rewrites its file on each)")
         }
         if let workloads {
-            lines += workloads.targetText(targets.filter { $0.group == .workloads })
-            lines += workloads.appColdStartTargetText(targets.filter { $0.group == .appColdStart })
+            lines += workloads.targetText(shownTargets.filter { $0.group == .workloads })
+            lines += workloads.appColdStartTargetText(shownTargets.filter { $0.group == .appColdStart })
         }
         lines.append("")
         lines.append(String(format: "The run took %.0f s.", durationSeconds))
         return lines.joined(separator: "\n")
+    }
+
+    /// The table: one row per operation, with its ratios, and the legend under it.
+    private var operationsTable: [String] {
+        var lines: [String] = []
+        lines.append("")
+        let header = column("operation", 50) + column("median", 11, right: true) + column("p95", 11, right: true)
+            + column("× raw", 9, right: true) + column("× floor", 9, right: true) + column("n", 6, right: true)
+        lines.append(header)
+        lines.append(String(repeating: "-", count: header.count))
+        var previousContender: String?
+        for result in operations {
+            if let previousContender, previousContender != result.contender,
+               result.contender != "floor" || previousContender != "libsecret" {
+                lines.append("")
+            }
+            previousContender = result.contender
+            lines.append(column(result.label, 50)
+                         + column(formatLatency(result.medianMicroseconds.map { $0 / 1e6 }), 11, right: true)
+                         + column(formatLatency(result.p95Microseconds.map { $0 / 1e6 }), 11, right: true)
+                         + column(formatRatio(result.ratioToLibsecret), 9, right: true)
+                         + column(formatRatio(result.ratioToFloor), 9, right: true)
+                         + column(String(result.samples), 6, right: true))
+        }
+        lines.append("× raw: median over raw libsecret's median for the same kind of operation (lookup, store, clear);")
+        lines.append("× floor: median over one GetSecret round trip on a known item (secret_item_load_secret_sync).")
+        lines.append("Each read/save batch starts with one untimed call on its account (steady state); \"after an item")
+        lines.append("change\" is a get right after another client created and deleted an item.")
+        return lines
     }
 
     /// One line per target: PASS, FAIL or N/A (not measured), what, the measured value, and by how

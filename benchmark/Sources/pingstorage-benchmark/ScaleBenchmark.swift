@@ -4,7 +4,7 @@ import PingStorage
 import SecretService
 import Synchronization
 
-/// Issue 15's scale rows: get, save (changed value) and delete of KeychainStorage against raw
+/// The scale rows (a workload): get, save (changed value) and delete of KeychainStorage against raw
 /// libsecret with 10, 1,000 and 5,000 items in the login collection (alias default), which
 /// gnome-keyring rewrites and re-encrypts whole on each write. At each size, rounds run the six
 /// operations in a shuffled order, as the main table does.

@@ -12,6 +12,16 @@ struct WorkloadResults: Codable, Sendable {
         var bytes: Int
     }
 
+    /// Another build of coldstart-get or coldstart-app, timed in the same rounds as the first
+    /// (`--coldstart-get`, a second `--coldstart-app`): its rows' ids are `id` and `id.floor`.
+    struct ComparedBuild: Codable, Sendable {
+        var program: String
+        var id: String
+        var label: String
+        var path: String
+        var bytes: Int
+    }
+
     /// A figure without a target, printed as an `info` line.
     struct Info: Codable, Sendable {
         var id: String
@@ -22,6 +32,7 @@ struct WorkloadResults: Codable, Sendable {
     var coldStart: [ColdStartBenchmark.Result] = []
     var coldStartRounds = 0
     var pingKeyringBuilds: [Build] = []
+    var comparedBuilds: [ComparedBuild] = []
     var accountsMemory: AccountsMemoryBenchmark.Result?
     var concurrentSaves: ConcurrentSavesBenchmark.Result?
     var scale: ScaleBenchmark.Result?
@@ -80,6 +91,13 @@ struct WorkloadResults: Codable, Sendable {
             let rss = coldStart("ping-keyring.get" + suffix)?.medianMaxRssKib.map { String(format: "%.1f MiB", $0 / 1024) } ?? "—"
             infos.append(Info(id: "ping_keyring\(suffix)", text: "ping-keyring (\(build.label)): get \(get) secret-tool "
                               + "lookup, --help \(help), get peak RSS \(rss), binary \(build.bytes / 1024) KiB"))
+        }
+        for build in comparedBuilds where build.program == "coldstart-get" {
+            guard let other = coldStart(build.id)?.medianMilliseconds,
+                  let first = coldStart("coldstart-get")?.medianMilliseconds, first > 0 else { continue }
+            infos.append(Info(id: build.id.replacingOccurrences(of: "-", with: "_"), text: String(
+                format: "coldstart-get (%@): %@ secret-tool lookup, %@ the first build's (%.2f ms against %.2f ms)",
+                build.label, formatRatio(overLookup(build.id)), formatRatio(other / first), other, first)))
         }
         if let help = coldStart("secret-tool.help")?.medianMilliseconds,
            let rss = coldStart("secret-tool.lookup")?.medianMaxRssKib {

@@ -41,6 +41,9 @@ extension WorkloadResults {
             for build in pingKeyringBuilds {
                 lines.append("  ping-keyring (\(build.label)): \(build.bytes / 1024) KiB, \(relativePath(build.path))")
             }
+            for build in comparedBuilds {
+                lines.append("  \(build.program) (\(build.label)): \(build.bytes / 1024) KiB, \(relativePath(build.path))")
+            }
             lines += appColdStartText
             lines.append("  The launcher's own peak RSS is the floor of every figure (the /bin/true row).")
         }
