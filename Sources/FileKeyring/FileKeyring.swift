@@ -39,6 +39,8 @@ public final class FileKeyring: Sendable {
     let cachedKey = Locked<KeyringKey?>(nil)
     /// The one thread the async calls run on (FileKeyring+Async.swift).
     let worker = KeyringWorker()
+    /// The watch of the file for other processes' writes, once asked for (``foreignChanges()``).
+    let watch = Locked<KeyringFileWatch?>(nil)
     /// How many records this instance has decrypted (or checked against their MAC), for the tests
     /// that check a read of one account decrypts that account's records alone.
     let decryptions = Locked(0)
@@ -59,6 +61,8 @@ public final class FileKeyring: Sendable {
         self.masterSecret = masterSecret
         self.lockTimeout = lockTimeout
     }
+
+    deinit { watch.withLock { $0 }?.stop() }
 
     /// Where libsecret and oo7 keep the default keyring: `$XDG_DATA_HOME/keyrings/default.keyring`,
     /// or `$HOME/.local/share/keyrings/default.keyring` when `XDG_DATA_HOME` is unset or empty.
@@ -213,7 +217,12 @@ public final class FileKeyring: Sendable {
             file.records = try records(of: contents.items, keeping: contents.damaged, key: try key(for: file))
             file.modified = FileKeyringItem.now()
             file.usageCount &+= 1
-            if try POSIX.replaceFile(path, with: file.serialized(), ifStill: read?.version) { return result }
+            let watch = self.watch.withLock { $0 }
+            if let written = try POSIX.replaceFile(path, with: file.serialized(), ifStill: read?.version,
+                                                   beforeReplacing: { watch?.willWrite($0) }) {
+                watch?.ownWrite(over: read?.version, wrote: written)
+                return result
+            }
         }
         throw FileKeyringError(.concurrentWrite, "another program kept rewriting the keyring file while this one wrote it; "
                                + "nothing was written: try again", path: path)

@@ -83,15 +83,16 @@ enum POSIX {
     /// the temporary file is removed.
     ///
     /// Only over the version `expected` (the one the caller read; nil: no file): when the file is
-    /// another version by the time the new one is ready, nothing is replaced and false is
-    /// returned. A file that did not exist is created exclusively (`link`, which fails when one
+    /// another version by the time the new one is ready, nothing is replaced and nil is
+    /// returned; else the version written. A file that did not exist is created exclusively (`link`, which fails when one
     /// appeared meanwhile); an existing one is checked just before the rename. A writer that takes
     /// no lock can still slip in between that check and the rename; and libsecret checks its etag
     /// before it writes and fsyncs its temporary file, so a replacement of ours that lands inside
     /// that longer window of libsecret's is overwritten by its rename (under a 40-way stress, 39 of
     /// 40 of our writes were kept; the DocC article "Inside a Flatpak sandbox" says so).
     @discardableResult
-    static func replaceFile(_ path: String, with bytes: [UInt8], ifStill expected: FileVersion?) throws(FileKeyringError) -> Bool {
+    static func replaceFile(_ path: String, with bytes: [UInt8], ifStill expected: FileVersion?,
+                            beforeReplacing: (FileVersion) -> Void = { _ in }) throws(FileKeyringError) -> FileVersion? {
         let (directory, name) = split(path)
         var temporary = ""
         var fd: Int32 = -1
@@ -105,26 +106,31 @@ enum POSIX {
         }
         var renamed = false
         defer { if !renamed { unlink(temporary) } }
+        var written: FileVersion
         do {
             defer { close(fd) }
             if fchmod(fd, 0o600) != 0 { throw failure("restrict the temporary keyring file to its owner", temporary, errno) }
-            var written = 0
-            while written < bytes.count {
-                let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            var offset = 0
+            while offset < bytes.count {
+                let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
                 if count < 0 {
                     if errno == EINTR { continue }
                     throw failure("write the temporary keyring file", temporary, errno)
                 }
-                written += count
+                offset += count
             }
             if fsync(fd) != 0 { throw failure("flush the temporary keyring file to disk", temporary, errno) }
+            var status = stat()
+            guard fstat(fd, &status) == 0 else { throw failure("look at the temporary keyring file", temporary, errno) }
+            written = FileVersion(status)  // renaming or linking it keeps its device, inode, times and size
         }
+        beforeReplacing(written)
         if let expected {
-            guard try version(of: path) == expected else { return false }
+            guard try version(of: path) == expected else { return nil }
             if rename(temporary, path) != 0 { throw failure("rename the temporary file over the keyring", path, errno) }
         } else {
             if link(temporary, path) != 0 {
-                if errno == EEXIST { return false }
+                if errno == EEXIST { return nil }
                 throw failure("create the keyring file", path, errno)
             }
             unlink(temporary)
@@ -135,7 +141,7 @@ enum POSIX {
             _ = fsync(directoryFD)  // best effort: the rename itself has happened
             close(directoryFD)
         }
-        return true
+        return written
     }
 
     /// Creates `directory` and its missing parents, mode 0700 (oo7 does the same).

@@ -22,6 +22,10 @@ import Foundation
 /// - `save` replaces the item's secret in place; items of the same account that other tools or
 ///   crashed processes left behind are removed, so exactly one remains.
 ///
+/// Cacheable (``CacheStrategy/CACHE``), the cache follows the keyring across the app's processes:
+/// another process's save or delete of the item reaches a cached `get` at once where the keyring
+/// announces it, within 50 ms where it does not (GNOME Keyring), see ``StorageDelegate``.
+///
 /// Thread-safety: safe from any number of tasks; operations on the same account are serialized
 /// within the process. Every call's keyring work ends within ``KeychainConfiguration/timeout``
 /// (``SecuredKeyEncryptor``'s key loading included; a custom encryptor's own time is its own).

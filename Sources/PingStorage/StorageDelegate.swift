@@ -9,6 +9,15 @@ import Waiting
 /// that is held only to copy a value in or out (a cached `get` costs one uncontended lock, and,
 /// being `nonisolated(nonsending)`, runs on the caller's actor: no executor hop).
 ///
+/// **A cache across processes.** When the delegate is a ``KeychainStorage``'s, the cache follows
+/// the keyring: another process's save or delete of the item (another instance of the app, its
+/// command-line helper) reaches a cached `get` at once where the keyring announces it (KWallet,
+/// KeePassXC, a file keyring in a sandbox), and within 50 ms where it does not (GNOME Keyring
+/// announces no secret written in place): the item is then checked by reading it once, and a
+/// changed or deleted item drops the cache, so the `get` reads the keyring. A lost connection or a
+/// provider that restarted is checked the same way. Between checks a cached `get` costs what it
+/// did: no D-Bus, no file I/O. A storage written for iOS caches as on iOS.
+///
 /// `@unchecked Sendable`: the class is `open` (so it cannot be checked `Sendable`), and its own
 /// state is immutable except for the cache, which is a `Locked` value. Subclasses must keep their own
 /// state equally safe.
@@ -16,7 +25,17 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     private let delegate: any Storage<T>
     /// How this storage caches.
     public let cacheStrategy: CacheStrategy
-    private let cache = Locked<T?>(nil)
+    private let cache = Locked<Cached?>(nil)
+    /// The delegate, when other processes may change its item (``CacheValidating``).
+    private let validator: (any CacheValidating)?
+
+    /// The cached item, with what was heard when it was last known current (nil: to be checked).
+    private struct Cached: Sendable {
+        var item: T?
+        var stamp: CacheStamp?
+        /// Which save put it there: a check that ends after another save leaves that save's item.
+        var save: UInt64
+    }
     /// Orders saves and deletes (see ``save(item:)``).
     private let writes = AccountLocks()
 
@@ -24,6 +43,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     public init(delegate: any Storage<T>, cacheStrategy: CacheStrategy = .NO_CACHE) {
         self.delegate = delegate
         self.cacheStrategy = cacheStrategy
+        validator = delegate as? any CacheValidating
     }
 
     /// Creates a storage that forwards to `delegate`; `cacheable: true` is ``CacheStrategy/CACHE``
@@ -31,6 +51,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     public init(delegate: any Storage<T>, cacheable: Bool) {
         self.delegate = delegate
         self.cacheStrategy = cacheable ? .CACHE : .NO_CACHE
+        validator = delegate as? any CacheValidating
     }
 
     /// Saves `item` to the delegate and, depending on the strategy, to the cache.
@@ -44,11 +65,17 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
             case .NO_CACHE:
                 try await delegate.save(item: item)
             case .CACHE:
-                cache.withLock { $0 = item }
+                let heard = validator?.cacheStamp()
+                let save = cache.withLock { cached in
+                    let save = (cached?.save ?? 0) &+ 1
+                    cached = Cached(item: item, stamp: nil, save: save)
+                    return save
+                }
                 try await delegate.save(item: item)
+                await stamp(save: save, heardBefore: heard)
             case .CACHE_ON_FAILURE:
                 try await delegate.save(item: item)
-                cache.withLock { $0 = item }
+                cache.withLock { $0 = Cached(item: item, stamp: nil, save: ($0?.save ?? 0) &+ 1) }
             }
         }
     }
@@ -61,7 +88,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
         case .NO_CACHE:
             return try await delegate.get()
         case .CACHE:
-            if let cached = cache.withLock({ $0 }) { return cached }
+            if let cached = cache.withLock({ $0 }), let item = cached.item, await isCurrent(cached) { return item }
             return try await delegate.get()
         case .CACHE_ON_FAILURE:
             do {
@@ -69,13 +96,13 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
                 // item back into the cache after the save put the new one there.
                 return try await serially {
                     let item = try await delegate.get()
-                    cache.withLock { $0 = item }
+                    cache.withLock { $0 = Cached(item: item, stamp: nil, save: ($0?.save ?? 0) &+ 1) }
                     return item
                 }
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                if let cached = cache.withLock({ $0 }) { return cached }
+                if let cached = cache.withLock({ $0 }), let item = cached.item { return item }
                 throw error
             }
         }
@@ -88,6 +115,39 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
             try await delegate.delete()
             cache.withLock { $0 = nil }
         }
+    }
+
+    // MARK: The cache across processes (``CacheValidating``)
+
+    /// Whether `cached` is current: always for a delegate that no other process changes; else
+    /// when nothing was heard since it was last known current, recently (no I/O), or when a check
+    /// says so (then it is known current from now). A cache found stale is dropped, unless a save
+    /// replaced it meanwhile.
+    nonisolated(nonsending) private func isCurrent(_ cached: Cached) async -> Bool {
+        guard let validator else { return true }
+        let heardNow = validator.cacheStamp()
+        if let stamp = cached.stamp, stamp.stillTrusted(heardNow: heardNow, at: .now) { return true }
+        guard let since = cached.stamp?.heard ?? heardNow,
+              await validator.isUnchanged(since: since, verifying: cached.stamp?.heard == nil) else {
+            cache.withLock { if $0?.save == cached.save { $0 = nil } }
+            return false
+        }
+        let checked = CacheStamp(heard: validator.cacheStamp(), checked: .now)
+        cache.withLock { if $0?.save == cached.save { $0?.stamp = checked } }
+        return true
+    }
+
+    /// After the save `save` returned: its item is known current from now when nothing was heard
+    /// during it, or when a check (reading the item once: what was heard may be the save's own
+    /// announcements, or may not cover everything) finds the keyring holding what it wrote.
+    nonisolated(nonsending) private func stamp(save: UInt64, heardBefore: StoreStamp?) async {
+        guard let validator, let heardAfter = validator.cacheStamp() else { return }
+        let current = heardBefore == heardAfter
+            ? true
+            : await validator.isUnchanged(since: heardBefore ?? heardAfter, verifying: true)
+        guard current else { return }
+        let checked = CacheStamp(heard: validator.cacheStamp(), checked: .now)
+        cache.withLock { if $0?.save == save { $0?.stamp = checked } }
     }
 
     /// Runs a save, a delete, or a `get` that refreshes the cache, after the ones before it (a

@@ -23,7 +23,7 @@
 //                                          threads (ContendedMemory.swift)
 // Options (before the command): --service S, --collection C, --timeout-ms N, --no-prompt, --encrypt
 // (SecuredKeyEncryptor), --unbound (its keys never bound to the TPM: keyBinding .none), --allow-plain
-// (accept an unencrypted transport session), --exit-in-move STEP (exit with status 9 at that step of a
+// (accept an unencrypted transport session), --cache (the storage caches: CacheStrategy.CACHE), --exit-in-move STEP (exit with status 9 at that step of a
 // move into the sandbox, as a process killed there: 1 once the file holds the copies, 1 + N after
 // the N-th host deletion).
 // Errors: exit 3, stderr "error: KIND: message" (KIND is KeychainError.kind); exit 4, stderr
@@ -54,6 +54,7 @@ struct Probe {
         }
         var configuration = KeychainConfiguration()
         var encrypt = false
+        var cacheStrategy = CacheStrategy.NO_CACHE
         while let option = arguments.first, option.hasPrefix("--") {
             arguments.removeFirst()
             switch option {
@@ -63,6 +64,7 @@ struct Probe {
                 configuration.collection = collection
             case "--timeout-ms": configuration.timeout = .milliseconds(Int(take(&arguments)) ?? 25_000)
             case "--no-prompt": configuration.allowsPrompts = false
+            case "--cache": cacheStrategy = .CACHE
             case "--encrypt": encrypt = true
             case "--unbound": configuration.keyBinding = .none
             case "--allow-plain": configuration.allowsPlainTransport = true
@@ -83,7 +85,8 @@ struct Probe {
         }
         guard arguments.count >= 2 else { usage() }
         let encryptor: any Encryptor = encrypt ? SecuredKeyEncryptor(configuration: configuration)! : NoEncryptor()
-        let storage = KeychainStorage<String>(account: arguments[1], encryptor: encryptor, configuration: configuration)
+        let storage = KeychainStorage<String>(account: arguments[1], encryptor: encryptor, cacheStrategy: cacheStrategy,
+                                              configuration: configuration)
         do {
             switch (arguments[0], arguments.count) {
             case ("get", 2):

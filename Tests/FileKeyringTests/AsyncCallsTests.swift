@@ -124,4 +124,25 @@ struct AsyncCallsTests {
         _ = try? await busy.value
         #expect(try await keyring.contents(by: .now + .seconds(60)).items.count == 2, "the call that timed out never ran")
     }
+
+    /// The watch counts another writer's changes of the file, never this instance's own.
+    @Test func anotherWritersChangesAreCountedOwnAreNot() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.cleanUp() }
+        let ours = try keyring(with: 1, in: directory)
+        let theirs = try makeKeyring(ours.path)
+        #expect(ours.foreignChanges() == 0, "the watch starts")
+        try await ours.modify(by: .now + .seconds(60)) { items throws(FileKeyringError) in
+            items.append(FileKeyringItem(label: "own", attributes: ["own": "1"], secret: FileKeyringSecret(utf8: "v")))
+        }
+        #expect(ours.foreignChangesChecked() == 0, "our own write is not another's")
+        try theirs.modify { items throws(FileKeyringError) in
+            items.append(FileKeyringItem(label: "theirs", attributes: ["theirs": "1"], secret: FileKeyringSecret(utf8: "v")))
+        }
+        #expect(ours.foreignChangesChecked() == 1, "theirs is")
+        // Theirs just before ours: our transaction read a version we did not know.
+        try theirs.modify { items throws(FileKeyringError) in items.removeAll { $0.label == "theirs" } }
+        try ours.modify { items throws(FileKeyringError) in items.removeAll { $0.label == "own" } }
+        #expect(ours.foreignChangesChecked() == 2)
+    }
 }

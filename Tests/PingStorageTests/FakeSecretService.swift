@@ -36,6 +36,10 @@ final class FakeSecretService: SecretServiceCalls {
         var refusedAttributes: Set<String> = []
         /// The `replacing` argument of every createItem call.
         var createReplacing: [Bool] = []
+        /// What the fake announced about items (every create, delete and write, as KWallet does).
+        var announced: [ItemAnnouncement] = []
+        /// Whether it announces a secret written in place (GNOME Keyring does not).
+        var announcesSecretChanges = true
         /// When set, the next createItem also adds an item with these attributes, newer than ours:
         /// another process creating the same account at the same moment.
         var concurrentCreator: [String: String]?
@@ -66,7 +70,26 @@ final class FakeSecretService: SecretServiceCalls {
             state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: bytes),
                                      created: createdOffset.map { state.clock.addingTimeInterval($0) } ?? time, modified: time)
             state.changes += 1
+            state.announced.append(ItemAnnouncement(kind: .created, item: path))
             return path
+        }
+    }
+
+    /// Another process writes `secret` into the item at `path` (announced when the fake announces
+    /// secrets written in place, as KWallet and KeePassXC do; GNOME Keyring does not).
+    func otherProcessWrites(_ secret: Data, at path: ItemPath) {
+        state.withLock { state in
+            state.items[path]?.secret = SecretValue(bytes: secret)
+            if state.announcesSecretChanges { state.announced.append(ItemAnnouncement(kind: .changed, item: path)) }
+        }
+    }
+
+    /// Another process deletes the item at `path` (announced).
+    func otherProcessDeletes(_ path: ItemPath) {
+        state.withLock { state in
+            state.items[path] = nil
+            state.changes += 1
+            state.announced.append(ItemAnnouncement(kind: .deleted, item: path))
         }
     }
 
@@ -121,6 +144,16 @@ final class FakeSecretService: SecretServiceCalls {
         try state.withLock { state throws(SecretServiceError) in try unlockIfLocked(&state, "unlock") }
     }
     var currentChangeToken: ChangeToken? { state.withLock { token($0) } }
+    var announcementMark: AnnouncementMark? {
+        state.withLock { AnnouncementMark(connection: Self.connection, count: UInt64($0.announced.count)) }
+    }
+    func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]? {
+        state.withLock { state in
+            guard mark.connection == Self.connection, mark.count <= UInt64(state.announced.count) else { return nil }
+            return Array(state.announced[Int(mark.count)...])
+        }
+    }
+    var announcesSecretChanges: Bool? { state.withLock { $0.announcesSecretChanges } }
 
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult {
         try check("search")
@@ -178,6 +211,7 @@ final class FakeSecretService: SecretServiceCalls {
             state.items[path]!.secret = SecretValue(bytes: Data(Array(value.bytes)), contentType: value.contentType)
             state.items[path]!.modified = tick(&state)
             state.writes.append("setSecret \(path)")
+            if state.announcesSecretChanges { state.announced.append(ItemAnnouncement(kind: .changed, item: path)) }
             return token(state)
         }
     }
@@ -192,6 +226,7 @@ final class FakeSecretService: SecretServiceCalls {
             if let label { state.items[path]?.label = label }
             if let attributes { state.items[path]?.attributes = attributes }
             state.writes.append("update \(path)")
+            state.announced.append(ItemAnnouncement(kind: .changed, item: path))
         }
     }
 
@@ -210,6 +245,7 @@ final class FakeSecretService: SecretServiceCalls {
             let kept = SecretValue(bytes: Data(Array(secret.bytes)), contentType: secret.contentType)
             state.items[path] = Item(label: label, attributes: attributes, secret: kept, created: time, modified: time)
             state.writes.append("create \(path)")
+            state.announced.append(ItemAnnouncement(kind: .created, item: path))
             state.changes += 1
             if let theirs = state.concurrentCreator {
                 state.concurrentCreator = nil
@@ -229,6 +265,7 @@ final class FakeSecretService: SecretServiceCalls {
             try unlockIfLocked(&state, "delete item")
             if state.items.removeValue(forKey: path) != nil {
                 state.writes.append("delete \(path)")
+                state.announced.append(ItemAnnouncement(kind: .deleted, item: path))
                 state.changes += 1
             }
             return token(state)

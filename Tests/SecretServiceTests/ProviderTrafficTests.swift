@@ -107,3 +107,50 @@ struct ProviderTrafficTests {
         #expect(bench.traffic.owner == nil)
     }
 }
+
+@Suite("The provider's item announcements, without a bus")
+struct ItemAnnouncementTests {
+    private static let login = "/org/freedesktop/secrets/collection/login"
+
+    private func item(_ kind: String, _ number: Int, from sender: String = TrafficBench.provider, _ bench: TrafficBench) {
+        bench.receive(bench.signal(from: sender, path: Self.login, "org.freedesktop.Secret.Collection", kind,
+                                   .tuple([.objectPath(try! ObjectPath("\(Self.login)/\(number)"))])))
+    }
+
+    /// Created, changed and deleted items are heard in order with their paths (ItemChanged too, which
+    /// the change token does not count); another sender's are not; a mark tells what came since.
+    @Test func announcementsAreHeardInOrderFromTheProviderAlone() throws {
+        let bench = TrafficBench()
+        let start = bench.traffic.announcementMark
+        item("ItemCreated", 1, bench)
+        item("ItemChanged", 1, bench)
+        item("ItemChanged", 2, from: ":1.99", bench)
+        item("ItemDeleted", 1, bench)
+        let heard = try #require(bench.traffic.announcements(since: start))
+        #expect(heard == [ItemAnnouncement(kind: .created, item: try ItemPath("\(Self.login)/1")),
+                          ItemAnnouncement(kind: .changed, item: try ItemPath("\(Self.login)/1")),
+                          ItemAnnouncement(kind: .deleted, item: try ItemPath("\(Self.login)/1"))])
+        #expect(bench.traffic.announcements(since: bench.traffic.announcementMark) == [])
+        #expect(bench.traffic.token.changes(since: ChangeToken(connection: bench.traffic.token.connection, count: 0)) == 3,
+                "the owner answer, the creation and the deletion; not the change")
+    }
+
+    /// A closed connection and a provider that changed hands may have hidden announcements: lost.
+    @Test func aClosedConnectionOrANewProviderIsALoss() throws {
+        let bench = TrafficBench()
+        let start = bench.traffic.announcementMark
+        bench.receive(bench.signal(from: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                                   .tuple([.string("org.freedesktop.secrets"), .string(TrafficBench.provider), .string(":1.50")])))
+        bench.traffic.closed()
+        #expect(try #require(bench.traffic.announcements(since: start)).map(\.kind) == [.lost, .lost])
+    }
+
+    /// Only the latest announcements are kept: a mark older than them is answered "unknown".
+    @Test func aMarkOlderThanTheLogIsUnknown() {
+        let bench = TrafficBench()
+        let start = bench.traffic.announcementMark
+        for number in 0...AnnouncementLog.capacity { item("ItemChanged", number, bench) }
+        #expect(bench.traffic.announcements(since: start) == nil)
+        #expect(bench.traffic.announcements(since: AnnouncementMark(connection: 1, count: 0)) == nil, "another connection's")
+    }
+}

@@ -3,6 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
+import Locking
 import Waiting
 
 /// The item of one account, for ``KeychainStorage``: the names checked, the account's lock held
@@ -15,6 +16,8 @@ struct KeychainItems: Sendable {
     let configuration: KeychainConfiguration
     /// Where the configuration's items are.
     let place: KeychainPlace
+    /// The store, once a call opened it: what the cache's checks ask (they open nothing themselves).
+    private let openedStore = Locked<(any KeyringStore)?>(nil)
 
     var account: String { rules.account }
 
@@ -92,6 +95,27 @@ struct KeychainItems: Sendable {
         }
     }
 
+    // MARK: Whether a cached item is still current (``StorageDelegate``)
+
+    /// What the store has heard of changes by now, without I/O; nil before the first call opened
+    /// it, or when it cannot tell.
+    func cacheStamp() -> StoreStamp? { openedStore.withLock { $0 }?.changeStamp() }
+
+    /// Whether the account's item is as this process last read or wrote it, given what was heard
+    /// since `stamp` (``KeyringStore/isUnchanged(_:since:by:)``), checked holding the account's
+    /// lock; false on any failure (the cache is then dropped, and the keyring read).
+    func isUnchanged(since stamp: StoreStamp, verifying: Bool) async -> Bool {
+        guard let store = openedStore.withLock({ $0 }) else { return false }
+        let (deadline, rules, place) = (deadline(), rules, place)
+        do {
+            return try await place.locks.withLock(rules.lockKey, deadline: deadline) { () async throws(StorageFailure) -> Bool in
+                try await store.isUnchanged(rules, since: stamp, verifying: verifying, by: deadline)
+            }
+        } catch {
+            return false
+        }
+    }
+
     /// Runs `body` on the store, holding the account's lock, ending by `deadline` (waiting for the
     /// lock and opening the place included), and throws what a Storage method throws.
     private func operation<Value: Sendable>(
@@ -105,6 +129,12 @@ struct KeychainItems: Sendable {
             let (place, configuration) = (place, configuration)
             return try await place.locks.withLock(rules.lockKey, deadline: deadline) { () async throws(StorageFailure) in
                 let store = try await place.openStore(for: configuration, by: deadline)
+                if openedStore.withLock({ $0 == nil }) {
+                    // From the first call on, what other processes change is heard (a watch of the
+                    // file starts now, before this call writes anything).
+                    _ = store.changeStamp()
+                    openedStore.withLock { $0 = store }
+                }
                 return try await body(store, rules, deadline)
             }
         } catch let error as StorageFailure {

@@ -58,6 +58,19 @@ protocol KeyringStore: Sendable {
     /// unpinned until a later first use.
     func pinBoundKey(_ id: KeyID, replacing read: Data, with pinned: Data, by deadline: Deadline) async throws(StorageFailure)
 
+    // MARK: Whether a cached item is still current (``StorageDelegate``'s cache, across processes)
+
+    /// What the store has heard of changes by now, without I/O (an item announced changed by the
+    /// Secret Service, the file rewritten by another process); nil when it cannot tell (no
+    /// connection is open: nothing is heard).
+    func changeStamp() -> StoreStamp?
+    /// Whether the account's item is as this process last read or wrote it, given what was heard
+    /// since `stamp`: without I/O when the store can tell, else (and always when `verifying`: what
+    /// was heard may not cover everything) by reading the item once. False whenever it cannot tell
+    /// (then the cache is dropped and the keyring read).
+    func isUnchanged(_ account: AccountRules, since stamp: StoreStamp, verifying: Bool,
+                     by deadline: Deadline) async throws(StorageFailure) -> Bool
+
     // MARK: Any tool's items, for ping-keyring (``KeyringInventory``)
 
     /// The collection the items are in: its location, label and lock state.
@@ -96,6 +109,13 @@ package struct StoredSecret: Sendable {
         self.bytes = bytes
         self.contentType = contentType
     }
+}
+
+/// How far a store had heard of changes at a moment (``KeyringStore/changeStamp()``); opaque above
+/// the stores. Two stamps of one store compare: equal, nothing was heard in between.
+struct StoreStamp: Sendable, Hashable {
+    let source: UInt64
+    let count: UInt64
 }
 
 /// A moment of a store, as the store tells it (on the Secret Service, its change token: which

@@ -100,6 +100,14 @@ enum ProviderQuirks {
         return attributes.filter { !providerOwnedAttributes.contains($0.key) }
     }
 
+    // MARK: Announcements
+
+    /// Whether the provider announces a secret written in place (SetSecret) with `ItemChanged`:
+    /// KWallet 5.103 and KeePassXC 2.7.4 do (measured); GNOME Keyring 42.1 announces items created
+    /// and deleted, never a SetSecret, so another process's save of an existing item is not heard
+    /// and what a process remembers of it must be checked again by reading it.
+    static func announcesSecretChanges(_ kind: ProviderKind) -> Bool { kind == .kwallet || kind == .keepassxc }
+
     // MARK: Creating items
 
     /// The attributes a new item is created with: on KeePassXC, without those it computes for

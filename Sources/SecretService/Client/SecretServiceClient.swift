@@ -107,6 +107,27 @@ public final class SecretServiceClient: Sendable {
     /// connection is open (then anything may have changed).
     public var currentChangeToken: ChangeToken? { link.connection.map { $0.token } }
 
+    /// How far the open connection's item announcements have come (``ItemAnnouncement``), without
+    /// any D-Bus traffic; nil when no connection is open or it closed (then nothing is heard).
+    public var announcementMark: AnnouncementMark? {
+        guard let connection = link.connection, !connection.isClosed else { return nil }
+        return connection.traffic.announcementMark
+    }
+
+    /// Whether the provider of the open session announces secrets written in place (`ItemChanged`
+    /// after SetSecret: KWallet and KeePassXC; GNOME Keyring does not), without any D-Bus traffic;
+    /// nil when no session is open. Where it does not, another process's save of an existing item
+    /// is heard by no announcement: what is remembered of it is checked by reading it again.
+    public var announcesSecretChanges: Bool? {
+        link.currentSession.map { ProviderQuirks.announcesSecretChanges($0.kind) }
+    }
+
+    /// The item announcements the open connection heard since `mark`, in order, without any D-Bus
+    /// traffic; nil when they cannot be told (another connection's mark, too many since).
+    public func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]? {
+        link.connection?.traffic.announcements(since: mark)
+    }
+
     // MARK: The service
 
     /// Who provides the Secret Service, and the negotiated transport. Opens the connection.

@@ -229,4 +229,6 @@ final class ProviderLink: Sendable {
 
     /// The connection, if one is open (for diagnostics and change tokens).
     var connection: ProviderBus? { state.withLock { $0.connection } }
+    /// The current session, if one is open (no I/O).
+    var currentSession: ProviderSession? { state.withLock { $0.session.flatMap { $0.isCurrent ? $0 : nil } } }
 }

@@ -20,6 +20,8 @@ final class ProviderTraffic: BusObserver {
         var lastPrompt: ContinuousClock.Instant?
         /// The provider that stopped answering, if it has (the one record of its health).
         var silence: ProviderSilence?
+        /// What the provider announced about items (``ItemAnnouncement``), and the losses.
+        var announcements = AnnouncementLog()
     }
 
     /// Tells tokens of different connections apart (random, so a new connection at the same
@@ -38,12 +40,24 @@ final class ProviderTraffic: BusObserver {
     /// The change token now.
     var token: ChangeToken { state.withLock { ChangeToken(connection: connectionID, count: $0.changes) } }
 
+    /// How far the announcements have come now.
+    var announcementMark: AnnouncementMark {
+        state.withLock { AnnouncementMark(connection: connectionID, count: $0.announcements.count) }
+    }
+
+    /// The announcements heard since `mark`; nil when `mark` is another connection's or some are gone.
+    func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]? {
+        guard mark.connection == connectionID else { return nil }
+        return state.withLock { $0.announcements.since(mark.count) }
+    }
+
     /// Records the answer to GetNameOwner of `org.freedesktop.secrets` (on the reader thread, in order).
     func ownerAnswered(_ owner: String) {
         state.withLock { state in
             if state.owner != owner {
                 state.owner = owner
                 state.changes += 1
+                state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
             }
         }
     }
@@ -79,6 +93,12 @@ final class ProviderTraffic: BusObserver {
             switch (signal.interface, signal.member) {
             case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"):
                 state.changes += 1
+                state.announcements.append(Self.announcement(signal))
+            case ("org.freedesktop.Secret.Collection", "ItemChanged"):
+                // Not a change of which items exist (the token's count), but of one item's secret,
+                // label or attributes: KWallet and KeePassXC announce a SetSecret so, GNOME Keyring
+                // does not (ProviderQuirks.announcesSecretChanges).
+                state.announcements.append(Self.announcement(signal))
             case ("org.freedesktop.Secret.Service", let member) where member.hasPrefix("Collection"):
                 // CollectionCreated/Deleted/Changed (lock state among others): KWallet, locked,
                 // still answers GetSecret with an empty secret, so nothing learned about a
@@ -118,7 +138,22 @@ final class ProviderTraffic: BusObserver {
     }
 
     func closed() {
-        state.withLock { $0.changes += 1 }
+        state.withLock { state in
+            state.changes += 1
+            state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
+        }
+    }
+
+    /// The announcement a collection signal makes (its item, when its body names one).
+    private static func announcement(_ signal: IncomingSignal) -> ItemAnnouncement {
+        let kind: ItemAnnouncement.Kind = switch signal.member {
+        case "ItemCreated": .created
+        case "ItemDeleted": .deleted
+        default: .changed
+        }
+        let item = signal.body.flatMap { $0.isOfType("(o)") ? try? ItemPath($0.child(0).string) : nil }
+        // An announcement whose item cannot be read may be about any item: as if lost.
+        return item.map { ItemAnnouncement(kind: kind, item: $0) } ?? ItemAnnouncement(kind: .lost, item: nil)
     }
 
     /// The bus says `org.freedesktop.secrets` changed hands: calls and prompts addressed to the
@@ -128,6 +163,7 @@ final class ProviderTraffic: BusObserver {
             state.owner = newOwner.isEmpty ? nil : newOwner
             state.changes += 1
             state.silence = nil
+            state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
         }
         guard !oldOwner.isEmpty, let router = router.withLock({ $0 }) else { return }
         router.fail(awaitingFrom: oldOwner) { operation in

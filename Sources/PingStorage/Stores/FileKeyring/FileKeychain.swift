@@ -44,6 +44,9 @@ final class FileKeychain: Sendable {
         return keychain
     }
 
+    /// The keyring, when it was opened (no I/O).
+    var openedKeyring: FileKeyring? { opened.withLock { $0 } }
+
     /// `$XDG_DATA_HOME/keyrings/default.keyring` (or under `$HOME/.local/share`), as libsecret.
     static func defaultPath(environment: [String: String]) -> String? {
         let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }

@@ -6,6 +6,23 @@ import Foundation
 import FileKeyring
 import Waiting
 
+/// Whether what this process last saw of the file still holds (``KeyringStore/changeStamp()``):
+/// the file is watched for other processes' writes (``FileKeyring/foreignChanges()``: inotify, and
+/// the file's identity to tell this process's own writes), so a cached item is current exactly
+/// while no other process wrote the file. The file is local: when it was written, the cache is
+/// dropped and the next read takes the file again.
+extension FileKeyringStore {
+    func changeStamp() -> StoreStamp? {
+        keychain.openedKeyring?.foreignChanges().map { StoreStamp(source: 0x4649_4C45, count: $0) }
+    }
+
+    /// The watch counts every other process's write, whether or not `verifying`.
+    func isUnchanged(_ account: AccountRules, since stamp: StoreStamp, verifying: Bool,
+                     by deadline: Deadline) async throws(StorageFailure) -> Bool {
+        keychain.openedKeyring?.foreignChangesChecked() == stamp.count
+    }
+}
+
 /// Any tool's items in the file keyring, for ping-keyring (``KeyringInventory``): one consistent
 /// snapshot of the file per call. The file is the collection; it has no lock of its own.
 extension FileKeyringStore {

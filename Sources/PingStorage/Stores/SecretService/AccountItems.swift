@@ -153,7 +153,8 @@ struct AccountItems: Sendable {
         // A process creating the account after us sees our ItemCreated, and collapses the two.
         if let searchToken = found.token, created.changeToken.changes(since: searchToken) == 1 {
             calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken, isOwn: true,
-                                                         isComplete: true, unowned: found.unowned)
+                                                         isComplete: true, unowned: found.unowned,
+                                                         digest: RememberedItems.digest(value.bytes))
             calls.rememberedItems.recordOwnItemCreation(from: searchToken, to: created.changeToken)
             return
         }
@@ -196,14 +197,14 @@ struct AccountItems: Sendable {
     /// Remembers `item`, the one a read takes, when it was the only one to choose from and nothing
     /// changed between the search and `answer` (with duplicates, or after a change, the next call
     /// searches again).
-    func remember(_ item: SecretItemInfo, found: FoundItems, answeredAt answer: ChangeToken) {
+    func remember(_ item: SecretItemInfo, found: FoundItems, answeredAt answer: ChangeToken, holding bytes: Data) {
         guard found.readable == [item.path], let token = found.token, answer.isUnchanged(since: token) else {
             forget()
             return
         }
         let isOwn = found.own == [item.path]
         calls.rememberedItems[rules.lockKey] = .init(path: item.path, token: token, isOwn: isOwn, isComplete: isComplete(item),
-                                                     unowned: isOwn ? found.unowned : [])
+                                                     unowned: isOwn ? found.unowned : [], digest: RememberedItems.digest(bytes))
     }
 
     func forget() { calls.rememberedItems[rules.lockKey] = nil }
@@ -216,7 +217,9 @@ struct AccountItems: Sendable {
             let read = try await calls.secret(of: known.path)
             // An item created or deleted while we read (its signal precedes our answer) may be a
             // newer duplicate: the value is then not trusted.
-            return read.changeToken.isUnchanged(since: known.token) ? read.value : nil
+            guard read.changeToken.isUnchanged(since: known.token) else { return nil }
+            calls.rememberedItems.saw(read.value.bytes, at: known.path, for: rules.lockKey)
+            return read.value
         } catch where error.code == .itemNotFound {
             forget()
             return nil
@@ -235,8 +238,12 @@ struct AccountItems: Sendable {
             guard current.changeToken.isUnchanged(since: known.token) else { return nil }
             // Bytes only: a provider may report every secret as text/plain, so comparing content
             // types would rewrite unchanged binary values every time.
-            if holds(current.value.bytes) { return false }
+            if holds(current.value.bytes) {
+                calls.rememberedItems.saw(current.value.bytes, at: known.path, for: rules.lockKey)
+                return false
+            }
             _ = try await calls.setSecret(value, of: known.path)
+            calls.rememberedItems.saw(value.bytes, at: known.path, for: rules.lockKey)
             return true
         } catch where error.code == .itemNotFound {
             forget()

@@ -1,3 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+internal import Gcrypt
 import Locking
 internal import SecretService
 
@@ -17,6 +23,9 @@ final class RememberedItems: Sendable {
         /// The account's items no app owns besides it, which a delete removes too; nil when not
         /// known (a delete then searches).
         var unowned: [ItemPath]?
+        /// The SHA-256 of the secret this process last read from it or wrote into it: a cached
+        /// item is still current while the item holds these bytes (``SecretServiceStore/isUnchanged(_:since:by:)``).
+        var digest: Data?
     }
     private let entries = Locked<[String: Entry]>([:])
     /// Token before → token after, for each creation of an account item that was the only change
@@ -26,6 +35,19 @@ final class RememberedItems: Sendable {
     subscript(key: String) -> Entry? {
         get { entries.withLock { $0[key] } }
         set { entries.withLock { $0[key] = newValue } }
+    }
+
+    /// Records that the item remembered for `key` at `path` now holds `bytes`.
+    func saw(_ bytes: Data, at path: ItemPath, for key: String) {
+        let digest = Self.digest(bytes)
+        entries.withLock { entries in
+            if entries[key]?.path == path { entries[key]?.digest = digest }
+        }
+    }
+
+    /// The SHA-256 of `bytes` (never the bytes: only whether they are the same).
+    static func digest(_ bytes: Data) -> Data {
+        bytes.withUnsafeBytes { Data(Hashing.sha256($0)) }
     }
 
     /// Records that the one change between `before` and `after` was an account item this

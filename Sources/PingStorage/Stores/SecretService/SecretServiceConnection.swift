@@ -19,6 +19,12 @@ protocol SecretServiceCalls: Sendable {
     func configured(_ configuration: KeychainConfiguration) -> any SecretServiceCalls
     /// The change token now, without I/O; nil when not connected (anything may have changed).
     var currentChangeToken: ChangeToken? { get }
+    /// How far the item announcements have come, without I/O; nil when no connection is open.
+    var announcementMark: AnnouncementMark? { get }
+    /// The item announcements heard since `mark`; nil when they cannot be told.
+    func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]?
+    /// Whether the provider announces a SetSecret (nil: no session open yet).
+    var announcesSecretChanges: Bool? { get }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult
     func itemInfo(_ path: ItemPath) async throws(SecretServiceError) -> SecretItemInfo
@@ -47,6 +53,9 @@ struct ClientCalls: SecretServiceCalls {
         ClientCalls(client: client.with(options: .init(configuration)), rememberedItems: rememberedItems)
     }
     var currentChangeToken: ChangeToken? { client.currentChangeToken }
+    var announcementMark: AnnouncementMark? { client.announcementMark }
+    func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]? { client.announcements(since: mark) }
+    var announcesSecretChanges: Bool? { client.announcesSecretChanges }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult {
         try await client.findItems(matching: attributes, in: collection)
     }

@@ -50,7 +50,7 @@ struct SecretServiceStore: KeyringStore {
                     return nil
                 }
                 let (target, read) = try await items.chosenWithSecret(found.readable, of: found, for: .toRead)
-                items.remember(target, found: found, answeredAt: read.changeToken)
+                items.remember(target, found: found, answeredAt: read.changeToken, holding: read.value.bytes)
                 return StoredSecret(read.value)
             }
         }
@@ -91,7 +91,8 @@ struct SecretServiceStore: KeyringStore {
                 var completed = target
                 completed.label = account.label
                 completed.attributes = target.attributes.merging(account.itemAttributes) { $1 }
-                items.remember(completed, found: found, answeredAt: current.changeToken)
+                items.remember(completed, found: found, answeredAt: current.changeToken,
+                               holding: wrote ? value.bytes : current.value.bytes)
                 return wrote
             }
         }
@@ -140,5 +141,51 @@ struct SecretServiceStore: KeyringStore {
     /// Runs Secret Service calls, their errors translated (``translatingSecretServiceErrors(_:)``).
     func run<Value>(_ body: () async throws(SecretServiceError) -> Value) async throws(StorageFailure) -> Value {
         try await translatingSecretServiceErrors(body)
+    }
+}
+
+/// Whether what this process last saw of an account's item still holds, for a cache that must
+/// follow other processes' saves and deletes (``StorageDelegate``).
+///
+/// What the provider announced since the stamp decides, when it can (``ItemAnnouncement``): an
+/// item created, announcements lost (the connection closed, the provider changed hands) or too
+/// many to tell: not current. Announcements about other items: irrelevant. KWallet and KeePassXC
+/// announce a secret written in place, so with no announcement about the item it is current,
+/// without I/O. GNOME Keyring announces no SetSecret, and neither case covers an announcement
+/// about the item itself (possibly this process's own save): the item's secret is read once and
+/// compared with what this process last read or wrote (its SHA-256, ``RememberedItems/Entry/digest``).
+extension SecretServiceStore {
+    func changeStamp() -> StoreStamp? {
+        calls.announcementMark.map { StoreStamp(source: $0.connection, count: $0.count) }
+    }
+
+    func isUnchanged(_ account: AccountRules, since stamp: StoreStamp, verifying: Bool,
+                     by deadline: Deadline) async throws(StorageFailure) -> Bool {
+        let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
+        guard let known = items.rememberedItem(), let digest = known.digest,
+              let heard = calls.announcements(since: AnnouncementMark(connection: stamp.source, count: stamp.count)) else { return false }
+        var aboutTheItem = false
+        for announcement in heard {
+            switch announcement.kind {
+            case .lost:
+                return false
+            case .created where announcement.item != known.path:
+                return false  // another item of the account may have appeared
+            case .created, .changed, .deleted:
+                if announcement.item == known.path { aboutTheItem = true }
+            }
+        }
+        if !aboutTheItem, !verifying, calls.announcesSecretChanges == true { return true }
+        let calls = items.calls
+        return try await run { () async throws(SecretServiceError) -> Bool in
+            do throws(SecretServiceError) {
+                var read = try await calls.secret(of: known.path)
+                defer { read.value.bytes.wipe() }
+                return read.changeToken.isUnchanged(since: known.token) && RememberedItems.digest(read.value.bytes) == digest
+            } catch where error.code == .itemNotFound {
+                items.forget()
+                return false
+            }
+        }
     }
 }

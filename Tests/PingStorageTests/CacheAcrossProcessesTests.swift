@@ -1,0 +1,67 @@
+import Foundation
+import SecretService
+import Testing
+@testable import PingStorage
+
+/// A cacheable KeychainStorage's cache follows what other processes do to the item (the fake plays
+/// them: ``FakeSecretService/otherProcessWrites(_:at:)``), announced or not; the process's own saves
+/// keep it; and between checks a cached get reads nothing.
+@Suite("A cache that stays true across processes (in-memory Secret Service)")
+struct CacheAcrossProcessesTests {
+    private func cachedStorage(_ fake: FakeSecretService, account: String = "cached") -> KeychainStorage<String> {
+        KeychainStorage<String>(account: account, encryptor: NoEncryptor(), cacheStrategy: .CACHE,
+                                configuration: KeychainConfiguration(), backend: fake)
+    }
+
+    private func ourItem(_ fake: FakeSecretService) throws -> ItemPath {
+        try #require(fake.items.first { $0.value.attributes["account"] == "cached" }?.key)
+    }
+
+    @Test(arguments: [true, false])
+    func anotherProcesssSaveReachesTheCache(announced: Bool) async throws {
+        let fake = FakeSecretService()
+        fake.state.withLock { $0.announcesSecretChanges = announced }
+        let storage = cachedStorage(fake)
+        try await storage.save(item: "ours")
+        let reads = fake.reads
+        #expect(try await storage.get() == "ours")
+        #expect(fake.reads == reads, "a cached get reads nothing")
+        fake.otherProcessWrites(Data("\"theirs\"".utf8), at: try ourItem(fake))
+        if !announced {
+            // Not announced (GNOME Keyring): heard at the first check, at most CacheStamp.trustedFor later.
+            try await Task.sleep(for: CacheStamp.trustedFor + .milliseconds(10))
+        }
+        #expect(try await storage.get() == "theirs")
+    }
+
+    @Test func anotherProcesssDeleteReachesTheCache() async throws {
+        let fake = FakeSecretService()
+        let storage = cachedStorage(fake)
+        try await storage.save(item: "ours")
+        #expect(try await storage.get() == "ours")
+        fake.otherProcessDeletes(try ourItem(fake))
+        #expect(try await storage.get() == nil, "a logout in another process is a logout here")
+    }
+
+    /// The process's own saves keep the cache: after each, gets are answered from memory.
+    @Test func ownSavesKeepTheCache() async throws {
+        let fake = FakeSecretService()
+        let storage = cachedStorage(fake)
+        for value in ["one", "two", "three"] {
+            try await storage.save(item: value)
+            let reads = fake.reads
+            for _ in 0..<5 { #expect(try await storage.get() == value) }
+            #expect(fake.reads == reads, "after our own save of \(value), gets read nothing")
+        }
+    }
+
+    /// Another account's item changing, or another item created, does not hand back another value.
+    @Test func anotherItemsChangeIsNoChangeOfOurs() async throws {
+        let fake = FakeSecretService()
+        let storage = cachedStorage(fake)
+        try await storage.save(item: "ours")
+        try await cachedStorage(fake, account: "other").save(item: "x")
+        fake.otherProcessWrites(Data("\"y\"".utf8), at: try #require(fake.items.first { $0.value.attributes["account"] == "other" }?.key))
+        #expect(try await storage.get() == "ours")
+    }
+}
