@@ -141,7 +141,8 @@ extension Integration.PingKeyring {
         let account = uniqueAccount()
         defer { try? SecretTool.clear(lookup(account)) }
         let opaque = Data("opaque\u{0}bytes".utf8) + Data([0xFF, 0xFE])
-        try SecretTool.store(label: "bytes", attributes: lookup(account), secret: opaque)
+        // As binary (secret-tool stores text/plain, which KWallet cuts at the NUL and re-encodes).
+        try await SecretTool.storeBinary(label: "bytes", attributes: lookup(account), secret: opaque)
 
         let refused = try pingKeyring(["get", "--account", account])
         #expect(refused.status == 4)

@@ -377,10 +377,21 @@ enum SecretTool {
         // to stderr. Both into one pipe, stdout unbuffered (coreutils' stdbuf), keep them in the
         // order they were printed, so each attribute line follows its own item's lines: read
         // apart, attributes could only be matched to items by guessing where one item's end.
-        let result = try retryingRejectedKeys {
-            try run("/bin/sh", ["-c", "exec stdbuf -o0 secret-tool \"$@\" 2>&1", "sh", "search", "--all"] + flatten(attributes))
+        func searched() throws -> ProcessResult {
+            var result = try run("/bin/sh", ["-c", "exec stdbuf -o0 secret-tool \"$@\" 2>&1", "sh", "search", "--all"] + flatten(attributes))
+            // Its errors are in the one pipe too: retried as retryingRejectedKeys does.
+            for _ in 0..<4 where result.output.contains("public key size is invalid") || result.output.contains("Can't find session") {
+                result = try run("/bin/sh", ["-c", "exec stdbuf -o0 secret-tool \"$@\" 2>&1", "sh", "search", "--all"] + flatten(attributes))
+            }
+            return result
         }
-        return items(searchOutput: result.stdout)
+        var found = items(searchOutput: try searched().stdout)
+        // KWallet silently derives a wrong session key about one session in 200 (PROVIDERS.md):
+        // secret-tool then prints every secret empty. Ask again before believing an empty secret.
+        for _ in 0..<(Harness.provider == "kwallet" ? 3 : 0) where found.contains(where: { $0.secret.isEmpty }) {
+            found = items(searchOutput: try searched().stdout)
+        }
+        return found
     }
 
     /// The items in `secret-tool search --all`'s output, stdout and stderr in the order printed:
