@@ -17,6 +17,50 @@ struct WaiterTests {
         #expect(elapsed >= .milliseconds(190) && elapsed < .seconds(30))
     }
 
+    /// A deadline paused by ``DeadlinePauses`` (a prompt on screen) stands still while the pause
+    /// is open, and falls due once the time it had left has passed outside pauses.
+    @Test func aPausedDeadlineWaitsOutThePauseAndThenItsTimeLeft() async {
+        let pauses = DeadlinePauses()
+        let started = ContinuousClock.now
+        let waiter = OneShot<Int, SecretServiceError>(operation: "paused", deadline: Deadline(timeout: .milliseconds(300), pausedBy: pauses))
+        let pause = Task {
+            try? await Task.sleep(for: .milliseconds(100))
+            pauses.begin()
+            try? await Task.sleep(for: .milliseconds(1500))
+            pauses.end()
+        }
+        let result = await waiter.wait()
+        await pause.value
+        guard case .failure(let error) = result else { Issue.record("expected the deadline to end the wait"); return }
+        #expect(error.code == .timedOut)
+        // 100 ms before the pause, 1.5 s paused, then the 200 ms left: never before 1.8 s.
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .milliseconds(1790) && elapsed < .seconds(30), "\(elapsed)")
+        #expect(pauses.total >= .milliseconds(1500) && !pauses.isPaused)
+    }
+
+    /// Overlapping pauses count their time once; a deadline made during a pause counts only the
+    /// pause from then on.
+    @Test func overlappingPausesCountOnceAndALaterDeadlineOnlyWhatFollows() async throws {
+        let pauses = DeadlinePauses()
+        pauses.begin()
+        try await Task.sleep(for: .milliseconds(200))
+        let later = Deadline(timeout: .seconds(10), pausedBy: pauses)
+        let instantWhenMade = later.instant
+        pauses.begin()
+        try await Task.sleep(for: .milliseconds(200))
+        pauses.end()
+        try await Task.sleep(for: .milliseconds(200))
+        pauses.end()
+        let total = pauses.total
+        #expect(total >= .milliseconds(600) && total < .milliseconds(600) + .seconds(5), "one pause of ~600 ms, not 800: \(total)")
+        let moved = later.instant - instantWhenMade
+        #expect(moved >= .milliseconds(400) && moved < total, "the deadline moved by the 400 ms after it was made: \(moved)")
+        #expect(later.paused(by: pauses) == later, "already paused by them")
+        let unpaused = Deadline(timeout: .seconds(10))
+        #expect(unpaused.paused(by: pauses).instant == unpaused.instant, "moves on only from now")
+    }
+
     @Test func aResultBeforeTheDeadlineIsReturned() async throws {
         let value = try await OneShot<Int, SecretServiceError>(operation: "quick", deadline: Deadline(timeout: .seconds(5))).value { $0.finish(.success(42)) }
         #expect(value == 42)
