@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 public import SecretService
+import Waiting
 
 /// Where and how ``KeychainStorage`` keeps items: in the Secret Service, or inside a Flatpak
 /// sandbox in the app's file keyring (Linux only; iOS has no counterpart).
@@ -42,8 +43,9 @@ public struct KeychainConfiguration: Sendable, Hashable {
         app.map { AppIdentity(id: $0, source: .setByApp) } ?? AppIdentity.current
     }
 
-    /// How long one `save`, `get` or `delete` may take in all, waiting and prompts included.
-    /// Default 25 s. (``options``' timeout.)
+    /// How long one `save`, `get` or `delete` may take in all, waiting included. The time a
+    /// keyring prompt of this process is on screen does not count: that is the person's, bounded
+    /// by ``promptTimeout``. Default 25 s. (``options``' timeout.)
     public var timeout: Duration {
         get { options.timeout }
         set { options.timeout = newValue }
@@ -60,6 +62,25 @@ public struct KeychainConfiguration: Sendable, Hashable {
     public var allowsPlainTransport: Bool {
         get { options.allowsPlainTransport }
         set { options.allowsPlainTransport = newValue }
+    }
+
+    // MARK: Prompts (Linux)
+
+    /// How long the keyring's prompt (an unlock, or the first keyring's password) may stay on
+    /// screen unanswered: then it is dismissed and the call throws
+    /// ``KeychainError/Reason/timedOut(_:)`` saying that no one answered the prompt. GNOME
+    /// Keyring's unlock prompt is left on screen instead: GNOME Keyring aborts when one is
+    /// dismissed. Default 5 minutes. (``options``' prompt timeout.)
+    public var promptTimeout: Duration {
+        get { options.promptTimeout }
+        set { options.promptTimeout = newValue }
+    }
+
+    /// A deadline ``timeout`` from now that does not count the time a prompt of this process is on
+    /// screen on ``bus``: what an operation and its waits (another call on the same account, a
+    /// key being chosen) end by.
+    package func keyringDeadline() -> Deadline {
+        PromptTime.deadline(timeout: timeout, on: bus)
     }
 
     /// Creates a configuration; every parameter has the default described on its property.

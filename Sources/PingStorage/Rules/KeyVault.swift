@@ -98,7 +98,7 @@ actor KeyVault {
         if let current, let key = keys[current.id], store?.keysUnchanged(since: current.token) == true {
             return (current.id, key)
         }
-        let deadline = Deadline(timeout: timeout)
+        let deadline = newDeadline()
         let binding = binding
         let choice = try await thrown { () async throws(StorageFailure) in
             let store = try await store(by: deadline)
@@ -119,7 +119,7 @@ actor KeyVault {
     ///   when no such key is in the keyring.
     func key(for id: KeyID) async throws -> SymmetricKey {
         if let key = keys[id] { return key }
-        let deadline = Deadline(timeout: timeout)
+        let deadline = newDeadline()
         guard let loaded = try await thrown({ () async throws(StorageFailure) in try await store(by: deadline).loadKey(id, by: deadline) }) else {
             throw EncryptorError.failedToDecrypt(.keyNotFound(
                 "The encryption key \(id.hexString) this item was encrypted with is not in the keyring "
@@ -139,7 +139,7 @@ actor KeyVault {
     /// sealed with the old bytes must be sealed again.
     func confirm(_ id: KeyID) async throws -> Bool {
         guard let sealedWith = keys[id] else { return false }
-        let deadline = Deadline(timeout: timeout)
+        let deadline = newDeadline()
         guard let loaded = try await thrown({ () async throws(StorageFailure) in try await store(by: deadline).reloadKey(id, by: deadline) }) else {
             // Deleted meanwhile: choose (or make) another key and seal again.
             Log.warning("The encryption key \(id.hexString) was deleted while an item was saved; sealing it again with another")
@@ -166,6 +166,13 @@ actor KeyVault {
             Log.warning("The encryption key \(id.hexString) could not be pinned to its TPM's storage key (its next first use "
                         + "tries again)", error: error.thrown)
         }
+    }
+
+    /// The deadline of one key operation: a prompt on screen (the keyring being unlocked) does not
+    /// count against it, nor against the callers waiting for the key meanwhile.
+    private func newDeadline() -> Deadline {
+        if case .configured(let configuration) = source { return configuration.keyringDeadline() }
+        return Deadline(timeout: timeout)
     }
 
     /// The store, decided at the first call for a configuration.

@@ -78,7 +78,7 @@ struct KeychainItems: Sendable {
         _ name: String, _ body: (any KeyringStore, AccountRules, Deadline) async throws(StorageFailure) -> Value
     ) async throws -> Value {
         Log.forwardingSecretService
-        let deadline = Deadline(timeout: configuration.timeout)
+        let deadline = configuration.keyringDeadline()
         let started = ContinuousClock.now
         defer { Log.debug("\(name) of account '\(account)' (service \(configuration.service)): \((ContinuousClock.now - started).milliseconds)") }
         let failure: StorageFailure
