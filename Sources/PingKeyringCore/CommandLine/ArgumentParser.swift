@@ -7,6 +7,8 @@ struct GlobalOptions: Sendable, Equatable {
     var collection: CollectionReference?
     /// `--timeout`; nil: the library's default (25 s).
     var timeout: Duration?
+    /// `--prompt-timeout`; nil: the library's default (5 minutes).
+    var promptTimeout: Duration?
     /// `--no-prompt`.
     var noPrompt = false
     /// `--json`.

@@ -7,6 +7,8 @@ struct KeyringSettings: Sendable, Equatable {
     var collection: CollectionReference?
     /// `--timeout`; nil: the library's default.
     var timeout: Duration?
+    /// `--prompt-timeout`; nil: the library's default.
+    var promptTimeout: Duration?
     /// False with `--no-prompt`.
     var allowsPrompts: Bool
     /// `--backend`; nil when not given (then ``KeychainConfiguration/Backend/automatic``).
@@ -25,6 +27,7 @@ struct KeyringSettings: Sendable, Equatable {
     init(_ options: GlobalOptions, detected: AppIdentity = .detected) {
         collection = options.collection
         timeout = options.timeout
+        promptTimeout = options.promptTimeout
         allowsPrompts = !options.noPrompt
         backend = options.backend
         scopedApp = options.app ?? (detected.source == .executable ? nil : detected.id)
@@ -39,6 +42,7 @@ struct KeyringSettings: Sendable, Equatable {
         var configuration = KeychainConfiguration(service: service, collection: collection, allowsPrompts: allowsPrompts,
                                                   backend: backend ?? .automatic, app: app ?? scopedApp)
         if let timeout { configuration.timeout = timeout }
+        if let promptTimeout { configuration.promptTimeout = promptTimeout }
         return configuration
     }
 

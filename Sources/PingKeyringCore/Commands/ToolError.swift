@@ -87,6 +87,9 @@ struct ToolError: Error, Equatable, Sendable {
         case let error as KeychainError:
             var failure = ToolError(kind: error.kind, message: error.errorMessage, detail: error.detail)
             failure.recovery = error.recoverySuggestion
+            if error.failureReason?.hasPrefix(SecretServiceError.promptNotShownMessagePrefix) == true {
+                failure.addAdvice(unlockFromTheDesktop)
+            }
             return failure
         case let error as SecretServiceError:
             return from(keychainError(from: error))
@@ -97,6 +100,17 @@ struct ToolError: Error, Equatable, Sendable {
         default:
             return ToolError(kind: "other", message: "\(error)")
         }
+    }
+
+    /// This tool's way out when the keyring's prompt could not be shown here (over SSH, on a
+    /// server): the prompt of `ping-keyring unlock` run in the desktop session shows there.
+    static let unlockFromTheDesktop = "From a terminal: run `ping-keyring unlock` in the desktop session, where its prompt "
+        + "is shown, then run this again; scripts that run where no one answers prompts take --no-prompt."
+
+    /// Adds `advice` to the message and to the advice kept apart (``recovery``).
+    mutating func addAdvice(_ advice: String) {
+        message += " " + advice
+        recovery = recovery.map { $0 + " " + advice } ?? advice
     }
 
     /// The library's mapping of client errors to ``KeychainError``, for the commands that talk to

@@ -115,11 +115,15 @@ extension SecretServiceError {
             dbusErrorName: dbusErrorName)
     }
 
+    /// How the message of a prompt that could not be shown begins (a `.promptDismissed` error):
+    /// for tools that add their own way out.
+    package static let promptNotShownMessagePrefix = "The keyring could not show its prompt: "
+
     /// The keyring's prompt could not be shown (``PromptVisibility``): `reason` says why, the
     /// advice how to unlock it where it can be.
     static func promptNotShown(_ operation: String, reason: String, provider: ProviderKind, detail: String?) -> SecretServiceError {
         SecretServiceError(
-            .promptDismissed, operation: operation, message: "The keyring could not show its prompt: \(reason).",
+            .promptDismissed, operation: operation, message: promptNotShownMessagePrefix + reason + ".",
             recovery: unlockWhereShownAdvice(provider), detail: detail)
     }
 
@@ -202,8 +206,10 @@ extension SecretServiceError {
             return "Create one: in KeePassXC, open a database and expose a group under Database Settings > Secret Service "
                 + "Integration; the first exposed database is the default."
         case .other:
-            return "Create one: run the program again in the desktop session with prompts allowed (the keyring service asks "
-                + "for the new keyring's password), or create a keyring in your keyring manager and make it the default."
+            return "Create one: " + (promptsOff ? "run a program that allows prompts in the desktop session once"
+                                                : "run the program again in the desktop session")
+                + " (the keyring service asks for the new keyring's password), or create a keyring in your keyring "
+                + "manager and make it the default."
         }
     }
 
