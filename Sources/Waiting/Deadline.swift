@@ -1,8 +1,8 @@
 import Locking
 
-/// The point in time by which a whole operation (connection, retries and prompts included) must
-/// have ended; with ``DeadlinePauses``, a point that moves on while time is paused (the time a person
-/// spends at a prompt is theirs, not the operation's).
+/// The point in time by which a whole operation (connection and retries included) must have ended;
+/// with ``DeadlinePauses``, a point that moves on while time is paused (the time a person spends at a
+/// prompt is theirs, not the operation's).
 package struct Deadline: Sendable, Hashable, Comparable {
     /// The timeout the deadline was made from, for messages.
     package let timeout: Duration
