@@ -86,20 +86,22 @@ extension Integration {
         /// reads) keeping its time meanwhile.
         @Test func twoEncryptedSavesWaitForThePromptOfTheirKey() async throws {
             let fake = try await FakeSecretServiceInstance()
-            var configuration = KeychainConfiguration(bus: .address(fake.busAddress), keyBinding: .none)
-            try await KeychainStorage<String>(account: "first-key", encryptor: SecuredKeyEncryptor(configuration: configuration)!,
-                                              configuration: configuration).save(item: "makes the key")
+            let writing = KeychainConfiguration(bus: .address(fake.busAddress), keyBinding: .none)
+            try await KeychainStorage<String>(account: "first-key", encryptor: SecuredKeyEncryptor(configuration: writing)!,
+                                              configuration: writing).save(item: "makes the key")
             try fake.scenario("locked-prompt-completes", "delay=4")
             // Another configuration: another key vault, which reads the key from the keyring.
-            configuration.timeout = .seconds(2)
+            var shorter = writing
+            shorter.timeout = .seconds(2)
+            let configuration = shorter
             let encryptor = SecuredKeyEncryptor(configuration: configuration)!
-            async let one: Void = KeychainStorage<String>(account: "sealed-1", encryptor: encryptor, configuration: configuration)
-                .save(item: "one")
-            async let two: Void = KeychainStorage<String>(account: "sealed-2", encryptor: encryptor, configuration: configuration)
-                .save(item: "two")
+            let first = KeychainStorage<String>(account: "sealed-1", encryptor: encryptor, configuration: configuration)
+            let second = KeychainStorage<String>(account: "sealed-2", encryptor: encryptor, configuration: configuration)
+            async let one: Void = first.save(item: "one")
+            async let two: Void = second.save(item: "two")
             _ = try await (one, two)
             #expect(try fake.calls("Prompt") == 1, "one prompt:\n\(fake.log)")
-            #expect(try await KeychainStorage<String>(account: "sealed-2", encryptor: encryptor, configuration: configuration).get() == "two")
+            #expect(try await second.get() == "two")
         }
     }
 }
