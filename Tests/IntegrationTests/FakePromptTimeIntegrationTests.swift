@@ -11,25 +11,25 @@ extension Integration {
     struct FakePromptTime {
         let login = ObjectPath.fakeLogin
 
-        /// The fake's prompt answers after 4 s; the call may take 2 s, and still reads the secret
+        /// The fake's prompt answers after 7 s; the call may take 5 s, and still reads the secret
         /// after the prompt (GetSecret, IsLocked, Unlock, the prompt, GetSecret again).
         @Test func aPromptLongerThanTheCallsTimeoutDoesNotEndTheCall() async throws {
             let fake = try await FakeSecretServiceInstance()
             let item = try await fake.client().createItem(in: .default, label: "kept", attributes: ["account": "long-prompt"],
                                                           secret: SecretValue(bytes: Data("kept".utf8))).path
-            try fake.scenario("locked-prompt-completes", "delay=4")
-            let client = fake.client(timeout: .seconds(2))
+            try fake.scenario("locked-prompt-completes", "delay=7")
+            let client = fake.client(timeout: .seconds(5))
             let started = ContinuousClock.now
             #expect(try await client.secret(of: item).value.bytes == Data("kept".utf8))
-            #expect(ContinuousClock.now - started >= .milliseconds(3900), "it waited for the prompt")
+            #expect(ContinuousClock.now - started >= .milliseconds(6900), "it waited for the prompt")
             #expect(try fake.calls("Prompt") == 1)
         }
 
         @Test func aKeychainStorageReadWaitsForThePersonAndReads() async throws {
             let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: "reader", value: "kept", modified: 1_700_000_000)
-            try fake.scenario("locked-prompt-completes", "delay=4")
-            #expect(try await fake.storage("reader", timeout: .seconds(2)).get() == "kept")
+            try fake.scenario("locked-prompt-completes", "delay=7")
+            #expect(try await fake.storage("reader", timeout: .seconds(5)).get() == "kept")
             #expect(try fake.calls("Prompt") == 1)
         }
 
@@ -38,8 +38,8 @@ extension Integration {
         @Test func aReadWaitingBehindAPromptOnTheSameAccountKeepsItsTime() async throws {
             let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: "shared", value: "kept", modified: 1_700_000_000)
-            try fake.scenario("locked-prompt-completes", "delay=4")
-            let storage = fake.storage("shared", timeout: .seconds(2))
+            try fake.scenario("locked-prompt-completes", "delay=7")
+            let storage = fake.storage("shared", timeout: .seconds(5))
             async let first = storage.get()
             async let second = storage.get()
             let (a, b) = try await (first, second)
@@ -89,10 +89,10 @@ extension Integration {
             let writing = KeychainConfiguration(bus: .address(fake.busAddress), keyBinding: .none)
             try await KeychainStorage<String>(account: "first-key", encryptor: SecuredKeyEncryptor(configuration: writing)!,
                                               configuration: writing).save(item: "makes the key")
-            try fake.scenario("locked-prompt-completes", "delay=4")
+            try fake.scenario("locked-prompt-completes", "delay=7")
             // Another configuration: another key vault, which reads the key from the keyring.
             var shorter = writing
-            shorter.timeout = .seconds(2)
+            shorter.timeout = .seconds(5)
             let configuration = shorter
             let encryptor = SecuredKeyEncryptor(configuration: configuration)!
             let first = KeychainStorage<String>(account: "sealed-1", encryptor: encryptor, configuration: configuration)
