@@ -39,8 +39,9 @@ public struct KeychainConfiguration: Sendable, Hashable {
         app.map { AppIdentity(id: $0, source: .setByApp) } ?? AppIdentity.current
     }
 
-    /// How long one `save`, `get` or `delete` may take in all, waiting and prompts included.
-    /// Default 25 s.
+    /// How long one `save`, `get` or `delete` may take in all, waiting included. The time a
+    /// keyring prompt of this process is on screen does not count: that is the person's, bounded
+    /// by ``promptTimeout``. Default 25 s.
     public var timeout: Duration
     /// Whether a locked keyring may be unlocked through the provider's prompt. When false, calls
     /// on a locked keyring throw ``KeychainError/Reason/locked(_:)`` at once. Default true.
@@ -49,6 +50,15 @@ public struct KeychainConfiguration: Sendable, Hashable {
     /// bus). Default false: reading or saving a value then throws
     /// ``KeychainError/Reason/insecureTransport(_:)`` before any secret crosses the bus.
     public var allowsPlainTransport: Bool
+
+    // MARK: Prompts (Linux)
+
+    /// How long the keyring's prompt (an unlock, or the first keyring's password) may stay on
+    /// screen unanswered: then it is dismissed and the call throws
+    /// ``KeychainError/Reason/timedOut(_:)`` saying that no one answered the prompt. GNOME
+    /// Keyring's unlock prompt is left on screen instead: GNOME Keyring aborts when one is
+    /// dismissed. Default 5 minutes.
+    public var promptTimeout: Duration = .seconds(300)
 
     /// Creates a configuration; every parameter has the default described on its property.
     public init(

@@ -1,11 +1,17 @@
 import Locking
 
-/// The point in time by which a whole operation (connection, retries and prompts included) must
-/// have ended.
+/// The point in time by which a whole operation (connection and retries included) must have ended;
+/// with ``DeadlinePauses``, a point that moves on while time is paused (the time a person spends at a
+/// prompt is theirs, not the operation's).
 package struct Deadline: Sendable, Hashable, Comparable {
     /// The timeout the deadline was made from, for messages.
     package let timeout: Duration
-    package let instant: ContinuousClock.Instant
+    /// The instant, before any pause.
+    private let start: ContinuousClock.Instant
+    /// Time that does not count against this deadline, and how much of it had passed when the
+    /// deadline was made.
+    private let pauses: DeadlinePauses?
+    private let pausedBefore: Duration
 
     /// The longest timeout honoured as given: beyond it (a hundred years), deadlines are clamped
     /// so that `.seconds(Int64.max)` neither traps nor overflows the clock.
@@ -13,14 +19,29 @@ package struct Deadline: Sendable, Hashable, Comparable {
 
     /// A deadline `timeout` from now. Negative timeouts are already past.
     package init(timeout: Duration) {
+        self.init(timeout: timeout, pausedBy: nil)
+    }
+
+    /// A deadline `timeout` from now that moves on by the time `pauses` is paused from now on.
+    package init(timeout: Duration, pausedBy pauses: DeadlinePauses?) {
         let clamped = min(max(timeout, .zero), Self.longest)
         self.timeout = clamped
-        self.instant = .now + clamped
+        self.start = .now + clamped
+        self.pauses = pauses
+        self.pausedBefore = pauses?.total ?? .zero
     }
 
     package init(instant: ContinuousClock.Instant, timeout: Duration) {
-        self.instant = instant
+        self.start = instant
         self.timeout = timeout
+        self.pauses = nil
+        self.pausedBefore = .zero
+    }
+
+    /// The instant now: the start moved on by the time paused since the deadline was made.
+    package var instant: ContinuousClock.Instant {
+        guard let pauses else { return start }
+        return start + (pauses.total - pausedBefore)
     }
 
     /// Time left, or nil when the deadline has passed.
@@ -29,7 +50,80 @@ package struct Deadline: Sendable, Hashable, Comparable {
         return left > .zero ? left : nil
     }
 
+    /// Whether the deadline stands still now (a pause of its ``DeadlinePauses`` is open).
+    package var isPaused: Bool { pauses?.isPaused ?? false }
+
+    /// The same deadline, moving on from now by the time `pauses` is paused (itself when it already
+    /// does; a deadline paused by another ``DeadlinePauses`` keeps the instant it has now).
+    package func paused(by pauses: DeadlinePauses) -> Deadline {
+        if self.pauses === pauses { return self }
+        return Deadline(start: instant, timeout: timeout, pauses: pauses, pausedBefore: pauses.total)
+    }
+
+    private init(start: ContinuousClock.Instant, timeout: Duration, pauses: DeadlinePauses?, pausedBefore: Duration) {
+        self.start = start
+        self.timeout = timeout
+        self.pauses = pauses
+        self.pausedBefore = pausedBefore
+    }
+
     package static func < (a: Deadline, b: Deadline) -> Bool { a.instant < b.instant }
+
+    package static func == (a: Deadline, b: Deadline) -> Bool {
+        a.timeout == b.timeout && a.start == b.start && a.pausedBefore == b.pausedBefore && a.pauses === b.pauses
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(timeout)
+        hasher.combine(start)
+        hasher.combine(pausedBefore)
+        hasher.combine(pauses.map(ObjectIdentifier.init))
+    }
+}
+
+/// Time that does not count against the deadlines made with it (``Deadline/init(timeout:pausedBy:)``):
+/// while a pause is open they move on with the clock, so their time left stays what it was. Pauses
+/// may overlap; the time counts once while any is open. A wait whose deadline falls due during a
+/// pause is not ended but given its new instant (``OneShot``).
+///
+/// Thread-safety: safe from any thread.
+package final class DeadlinePauses: Sendable {
+    private struct State {
+        var closed: Duration = .zero
+        var open = 0
+        var openedAt: ContinuousClock.Instant?
+    }
+    private let state = Locked(State())
+
+    package init() {}
+
+    /// Opens a pause; every ``begin()`` is followed by one ``end()``.
+    package func begin() {
+        state.withLock { state in
+            if state.open == 0 { state.openedAt = .now }
+            state.open += 1
+        }
+    }
+
+    /// Closes a pause opened by ``begin()``.
+    package func end() {
+        state.withLock { state in
+            precondition(state.open > 0, "DeadlinePauses.end() without begin()")
+            state.open -= 1
+            if state.open == 0, let openedAt = state.openedAt {
+                state.closed += .now - openedAt
+                state.openedAt = nil
+            }
+        }
+    }
+
+    /// Whether a pause is open.
+    package var isPaused: Bool { state.withLock { $0.open > 0 } }
+
+    /// All the time paused so far, the open pause's included.
+    package var total: Duration {
+        state.withLock { state in state.closed + (state.openedAt.map { .now - $0 } ?? .zero) }
+    }
 }
 
 /// Every pending deadline of the waits that end on one ``WaitExecutor``, kept by one timer on it

@@ -99,13 +99,26 @@ package final class OneShot<Value: Sendable, Failure: WaitFailure>: Sendable {
                 // Cancelled already: the handler's finish is on its way to the loop thread; the
                 // call is not started meanwhile.
                 guard !Task.isCancelled else { return }
-                timekeeper.add(self, at: deadline.instant) { [self] in
-                    finish(.failure(.timedOut(operation, after: deadline.timeout)))
-                }
+                armDeadline()
                 start(self)
             }
         } onCancel: {
             timekeeper.executor.perform { [self] in finish(.failure(.cancelled(operation))) }
+        }
+    }
+
+    /// Ends the wait at its deadline; a deadline that moved on meanwhile (``DeadlinePauses``: a
+    /// prompt was on screen) is armed again for its new instant instead.
+    private func armDeadline() {
+        // While a pause is open the deadline cannot fall due: look again a second later at the
+        // earliest, not every time its (unchanged) time left has passed.
+        let instant = deadline.isPaused ? max(deadline.instant, .now + .seconds(1)) : deadline.instant
+        timekeeper.add(self, at: instant) { [self] in
+            if deadline.remaining != nil, !hasEnded {
+                armDeadline()
+            } else {
+                finish(.failure(.timedOut(operation, after: deadline.timeout)))
+            }
         }
     }
 

@@ -4,11 +4,19 @@ import Locking
 /// an encryption key. Each caller waits with its own deadline and its own cancellation
 /// (``OneShot``): one caller giving up never ends another's wait, and a run that ran out of an
 /// earlier caller's time does not count against a caller who still has time (it runs again for
-/// them).
+/// them). A run that every caller has given up is cancelled (a prompt it shows is dismissed: no
+/// one waits for the answer); a caller who arrives meanwhile gets a run of its own.
 package final class SharedWork<Value: Sendable, Failure: WaitFailure>: Sendable {
+    /// One run of the work.
+    private final class Run: Sendable {
+        let task = Locked<Task<Void, Never>?>(nil)
+        /// Every caller gave up on it: it was cancelled.
+        let abandoned = Locked(false)
+    }
     private struct State {
+        /// The callers waiting for the current run, and the run (nil when nothing runs).
         var waiters: [OneShot<Value, Failure>] = []
-        var running = false
+        var run: Run?
     }
     private let state = Locked(State())
     /// Where the callers' deadlines fire and their cancellations run.
@@ -29,27 +37,43 @@ package final class SharedWork<Value: Sendable, Failure: WaitFailure>: Sendable 
                        _ work: @escaping @Sendable (Deadline) async throws(Failure) -> Value) async throws(Failure) -> Value {
         while true {
             let waiter = OneShot<Value, Failure>(operation: operation, deadline: deadline, timekeeper: timekeeper)
-            let start = state.withLock { state -> Bool in
+            let (run, start) = state.withLock { state -> (Run, Bool) in
                 state.waiters.append(waiter)
-                defer { state.running = true }
-                return !state.running
+                if let run = state.run { return (run, false) }
+                let run = Run()
+                state.run = run
+                return (run, true)
             }
             if start {
                 // The caller's executor preference, when it has one (BlockingBridge): the run must
                 // not need a thread of the pool its callers may all be blocking.
-                Task(executorPreference: BlockingBridge.preferredExecutor) { [self] in
+                let task = Task(executorPreference: BlockingBridge.preferredExecutor) { [self] in
                     let result: Result<Value, Failure>
                     do throws(Failure) { result = .success(try await work(deadline)) } catch { result = .failure(error) }
                     let waiters = state.withLock { state -> [OneShot<Value, Failure>] in
-                        defer { state.waiters = []; state.running = false }
+                        defer { state.waiters = []; state.run = nil }
                         return state.waiters
                     }
                     for waiter in waiters { waiter.finish(result) }
                 }
+                run.task.withLock { $0 = task }
+                if run.abandoned.withLock({ $0 }) { task.cancel() }
             }
             let result = await waiter.wait()
-            if case .failure(let error) = result, error.isTimedOut, deadline.remaining != nil { continue }
-            return try result.get()
+            guard case .failure(let error) = result else { return try result.get() }
+            // Gave up (its deadline, its cancellation) or the run failed. A run no one waits for
+            // any more is cancelled.
+            let abandon = state.withLock { state -> Bool in
+                state.waiters.removeAll { $0 === waiter }
+                guard state.run === run, state.waiters.isEmpty else { return false }
+                run.abandoned.withLock { $0 = true }
+                return true
+            }
+            if abandon { run.task.withLock { $0 }?.cancel() }
+            if error.isTimedOut, deadline.remaining != nil { continue }
+            // Joined a run others had given up on (so it was cancelled): this caller has not.
+            if !abandon, run.abandoned.withLock({ $0 }), !Task.isCancelled, !error.isTimedOut { continue }
+            throw error
         }
     }
 }

@@ -17,6 +17,59 @@ struct WaiterTests {
         #expect(elapsed >= .milliseconds(190) && elapsed < .seconds(30))
     }
 
+    /// A deadline paused by ``DeadlinePauses`` (a prompt on screen) stands still while the pause
+    /// is open, and falls due once the time it had left has passed after it. (Lower bounds only:
+    /// a loaded machine makes every sleep longer, never shorter.)
+    @Test func aPausedDeadlineWaitsOutThePauseAndThenItsTimeLeft() async {
+        let pauses = DeadlinePauses()
+        pauses.begin()
+        let waiter = OneShot<Int, BusError>(operation: "paused", deadline: Deadline(timeout: .milliseconds(300), pausedBy: pauses))
+        let pause = Task {
+            try? await Task.sleep(for: .milliseconds(1500))
+            #expect(!waiter.hasEnded, "the deadline stood still during the pause")
+            let ended = ContinuousClock.now
+            pauses.end()
+            return ended
+        }
+        let result = await waiter.wait()
+        let woke = ContinuousClock.now
+        let ended = await pause.value
+        guard case .failure(let error) = result else { Issue.record("expected the deadline to end the wait"); return }
+        #expect(error.code == .timedOut)
+        let afterPause = woke - ended
+        #expect(afterPause >= .milliseconds(290), "its 300 ms left counted only after the pause: \(afterPause)")
+        #expect(!pauses.isPaused)
+    }
+
+    /// Overlapping pauses count their time once; a deadline made during a pause counts only the
+    /// pause from then on. Bounds from the clock read around each step, not from the sleeps.
+    @Test func overlappingPausesCountOnceAndALaterDeadlineOnlyWhatFollows() async throws {
+        let pauses = DeadlinePauses()
+        let beforeFirst = ContinuousClock.now
+        pauses.begin()
+        let afterFirst = ContinuousClock.now
+        try await Task.sleep(for: .milliseconds(100))
+        let beforeMade = ContinuousClock.now
+        let later = Deadline(timeout: .seconds(10), pausedBy: pauses)
+        let instantWhenMade = later.instant
+        let afterMade = ContinuousClock.now
+        pauses.begin()
+        try await Task.sleep(for: .milliseconds(200))
+        pauses.end()
+        try await Task.sleep(for: .milliseconds(100))
+        let beforeLast = ContinuousClock.now
+        pauses.end()
+        let afterLast = ContinuousClock.now
+        let total = pauses.total
+        // Counted twice, the inner 200 ms would make the total longer than the time that passed.
+        #expect(total >= beforeLast - afterFirst && total <= afterLast - beforeFirst, "one pause: \(total)")
+        let moved = later.instant - instantWhenMade
+        #expect(moved >= beforeLast - afterMade && moved <= afterLast - beforeMade, "moved by the pause after it was made: \(moved)")
+        #expect(later.paused(by: pauses) == later, "already paused by them")
+        let unpaused = Deadline(timeout: .seconds(10))
+        #expect(unpaused.paused(by: pauses).instant == unpaused.instant, "moves on only from now")
+    }
+
     @Test func aResultBeforeTheDeadlineIsReturned() async throws {
         let value = try await OneShot<Int, BusError>(operation: "quick", deadline: Deadline(timeout: .seconds(5))).value { $0.finish(.success(42)) }
         #expect(value == 42)

@@ -82,6 +82,25 @@ struct RunTests {
         #expect(sandboxed.status == 2 && sandboxed.stderr.contains("--tpm does not run in a --sandbox"), "\(sandboxed.stderr)")
     }
 
+    /// test-all's prompter part: the display, GNOME's prompter and the person's xdotool.
+    @Test func thePrompterModeAddsTheDisplayThePrompterAndThePerson() async throws {
+        let system = try StubSystem(os: .debian, commands: ["swift"])
+        defer { system.remove() }
+        let outcome = try await system.run("run", ["--install-only", "--prompter", "swift", "test"])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        #expect(try system.calls(of: ["apt-get"]) == [
+            "apt-get update -qq",
+            "apt-get install -y -qq --no-install-recommends \(Self.testCommandPackages) xvfb gcr xdotool",
+        ])
+        let onFedora = try StubSystem(os: .fedora, commands: ["app"])
+        defer { onFedora.remove() }
+        #expect(try await onFedora.run("run", ["--install-only", "--prompter", "app"]).status == 0)
+        let dnf = try onFedora.calls(of: ["dnf"])
+        #expect(dnf.last?.hasSuffix("xorg-x11-server-Xvfb gcr3 xdotool") == true, "\(dnf)")
+        let sandboxed = try await system.run("run", ["--prompter", "--sandbox", "swift", "test"])
+        #expect(sandboxed.status == 2 && sandboxed.stderr.contains("--prompter does not run in a --sandbox"), "\(sandboxed.stderr)")
+    }
+
     @Test func sandboxInstallsThePortalProxyAndBwrapOnly() async throws {
         let system = try StubSystem(os: .arch, commands: ["app"])
         defer { system.remove() }

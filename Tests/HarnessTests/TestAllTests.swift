@@ -36,11 +36,12 @@ struct TestAllTests {
             "no-secret": (Self.sandboxPart(5), 0),
             "absent": (Self.sandboxPart(1), 0),
             "MovingIn": (Self.sandboxPart(7), 0),
+            "--prompter": (Self.sandboxPart(13), 0),
         ])
         #expect(outcome.status == 0)
         let lines = outcome.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.last == "dbus-test/test-all: 1071 tests ran (1069 Swift Testing, 2 XCTest) in 1 part against gnome-keyring "
-                    + "with a software TPM and 5 sandbox parts; all passed", "\(outcome.stdout)")
+        #expect(lines.last == "dbus-test/test-all: 1084 tests ran (1082 Swift Testing, 2 XCTest) in 1 part against gnome-keyring "
+                    + "with a software TPM, 5 sandbox parts and 1 prompter part; all passed", "\(outcome.stdout)")
         #expect(outcome.stdout.contains("Executed 0 tests"), "each part's output is shown as it comes")
         #expect(outcome.stdout.contains("pass  sandbox: the host's keyring in reach (moving in)\n"), "the summary is still there")
     }
@@ -53,11 +54,12 @@ struct TestAllTests {
             "no-secret": (Self.sandboxPart(5), 0),
             "absent": ("error: fatalError", 1),
             "MovingIn": (Self.sandboxPart(7), 0),
+            "--prompter": (Self.sandboxPart(13), 0),
         ])
         #expect(outcome.status == 1, "the first failing part's status")
-        #expect(outcome.stdout.split(separator: "\n").map(String.init).last == "dbus-test/test-all: 1070 tests ran (1068 Swift Testing, 2 XCTest) "
-                    + "in 1 part against gnome-keyring with a software TPM and 5 sandbox parts; 2 parts FAILED (no test count "
-                    + "from: sandbox: portal absent (typed errors within the deadline))", "\(outcome.stdout)")
+        #expect(outcome.stdout.split(separator: "\n").map(String.init).last == "dbus-test/test-all: 1083 tests ran (1081 Swift Testing, 2 XCTest) "
+                    + "in 1 part against gnome-keyring with a software TPM, 5 sandbox parts and 1 prompter part; 2 parts FAILED "
+                    + "(no test count from: sandbox: portal absent (typed errors within the deadline))", "\(outcome.stdout)")
     }
 
     /// Runs a copy of dbus-test/test-all whose `run` prints, for the part whose arguments contain

@@ -155,19 +155,21 @@ final class FakeSecretServiceInstance: @unchecked Sendable {
 
     /// A Secret Service client of the fake, in this process, with a connection of its own.
     func client(timeout: Duration = .seconds(30), allowsPrompts: Bool = true,
-                allowsPlainTransport: Bool = false) -> SecretServiceClient {
+                allowsPlainTransport: Bool = false, promptTimeout: Duration = .seconds(300)) -> SecretServiceClient {
         SecretServiceClient(bus: .address(busAddress),
                             options: .init(timeout: timeout, allowsPrompts: allowsPrompts,
-                                           allowsPlainTransport: allowsPlainTransport))
+                                           allowsPlainTransport: allowsPlainTransport, promptTimeout: promptTimeout))
     }
 
     /// A KeychainStorage of the fake, in this process (every storage of one fake shares one
     /// connection, as in an app).
     func storage(_ account: String, timeout: Duration = .seconds(30), allowsPrompts: Bool = true,
-                 allowsPlainTransport: Bool = false, collection: KeychainConfiguration.Collection = .default) -> KeychainStorage<String> {
-        KeychainStorage<String>(account: account, configuration: KeychainConfiguration(
-            collection: collection, timeout: timeout, allowsPrompts: allowsPrompts,
-            allowsPlainTransport: allowsPlainTransport, bus: .address(busAddress)))
+                 allowsPlainTransport: Bool = false, collection: KeychainConfiguration.Collection = .default,
+                 promptTimeout: Duration = .seconds(300)) -> KeychainStorage<String> {
+        var configuration = KeychainConfiguration(collection: collection, timeout: timeout, allowsPrompts: allowsPrompts,
+                                                  allowsPlainTransport: allowsPlainTransport, bus: .address(busAddress))
+        configuration.promptTimeout = promptTimeout
+        return KeychainStorage<String>(account: account, configuration: configuration)
     }
 
     deinit {

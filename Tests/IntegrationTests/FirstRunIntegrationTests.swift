@@ -58,58 +58,58 @@ extension Integration {
             #expect(try fake.state().collections.count == 1 && fake.items().isEmpty)
         }
 
-        /// A freshly started gnome-keyring without a login keyring (an empty keyrings directory, not
-        /// unlocked at start), on a bus of its own: headless, its creation prompt cannot be shown.
-        @Test(.enabled(if: Harness.provider == "gnome-keyring", "needs gnome-keyring-daemon"))
-        func aFreshGnomeKeyringSaysNoDefaultKeyringExistsYet() async throws {
-            let directory = ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]! + "/fresh-\(UUID().uuidString.prefix(8))"
-            try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
-            let addressFile = directory + "/bus-address"
-            let bus = try BackgroundProcess(
-                ["dbus-daemon", "--config-file=\(ProcessInfo.processInfo.environment["DBUS_TEST_DIR"]!)/session.conf",
-                 "--nofork", "--print-address=1"], stdoutPath: addressFile)
-            defer { bus.stop() }
-            var address = ""
-            for _ in 0..<200 where address.isEmpty {
-                address = (try? String(contentsOfFile: addressFile, encoding: .utf8))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-                if address.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
-            }
-            var environment = ProcessInfo.processInfo.environment
-            environment["DBUS_SESSION_BUS_ADDRESS"] = address
-            environment["HOME"] = directory
-            environment["XDG_DATA_HOME"] = directory + "/data"
-            // A runtime directory of its own: gnome-keyring-daemon looks for another daemon through
-            // the control socket in $XDG_RUNTIME_DIR/keyring, and sharing the harness's, it found the
-            // harness's daemon and took over from it; the tests after this one then found no Secret
-            // Service at all (noSecretService, 70 of them in one run).
-            try FileManager.default.createDirectory(atPath: directory + "/run", withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            environment["XDG_RUNTIME_DIR"] = directory + "/run"
-            environment["DISPLAY"] = nil
-            environment["WAYLAND_DISPLAY"] = nil
-            let daemon = try LoggedProcess(["/usr/bin/gnome-keyring-daemon", "--foreground", "--components=secrets"],
-                                           logPath: directory + "/gnome-keyring.log", environment: environment)
-            defer { daemon.stop() }
+        /// The creation prompt runs inside the one shared read of the `default` alias; when every
+        /// call waiting for it is cancelled, it is dismissed (the person is not left answering a
+        /// prompt no call waits for), and the next call asks again.
+        @Test func cancellingTheOnlyCallDismissesTheCreationPrompt() async throws {
+            let fake = try await FakeSecretServiceInstance()
+            try fake.scenario("no-default-collection", "delay=30")
+            let save = Task { try await fake.storage(account).save(item: "x") }
+            #expect(try await fake.awaitCalls("Prompt", atLeast: 1, timeout: .seconds(10)) == 1)
+            save.cancel()
+            await #expect(throws: CancellationError.self) { try await save.value }
+            #expect(try await fake.awaitCalls("Dismiss", atLeast: 1) == 1, "the creation prompt was dismissed:\n\(fake.log)")
+            #expect(try fake.state().collections.count == 1, "nothing was created")
+        }
 
-            let neverPrompt = SecretServiceClient(bus: .address(address), options: .init(timeout: .seconds(10), allowsPrompts: false))
-            var error: SecretServiceError?
-            for _ in 0..<100 {
-                error = await secretServiceError { () async throws(SecretServiceError) in try await neverPrompt.collectionPath(.default) }
-                guard error?.code == .noSecretService else { break }
-                try await Task.sleep(for: .milliseconds(100))  // the daemon is still starting
-            }
+        /// A freshly started gnome-keyring without a login keyring (an empty keyrings directory, not
+        /// unlocked at start), on a bus of its own that starts no prompter: headless, its creation
+        /// prompt cannot be shown, and the error says so and what works here, which is then done.
+        @Test(.enabled(if: Harness.provider == "gnome-keyring", "needs gnome-keyring-daemon"))
+        func aFreshGnomeKeyringSaysNoDefaultKeyringExistsYetAndWhatWorksHeadless() async throws {
+            let fresh = try await FreshGnomeKeyring()
+            let neverPrompt = SecretServiceClient(bus: .address(fresh.address), options: .init(timeout: .seconds(10), allowsPrompts: false))
+            let error = await secretServiceError { () async throws(SecretServiceError) in try await neverPrompt.collectionPath(.default) }
             #expect(error?.code == .collectionNotFound, "\(String(describing: error))")
             #expect(error?.message == "No default keyring exists yet.", "not '(no label)': \(String(describing: error))")
-            #expect(error?.recovery?.hasPrefix("Create one:") == true)
+            #expect(error?.recovery?.hasPrefix("Create one: run a program that allows prompts in the desktop session once "
+                                               + "(GNOME Keyring shows \"Choose password for new keyring\"") == true,
+                    "\(String(describing: error?.recovery))")
+            #expect(error?.detail?.contains("prompts are turned off") == true, "\(String(describing: error?.detail))")
 
-            // Prompts allowed: gnome-keyring's creation prompt cannot be shown here; same message.
-            let prompting = SecretServiceClient(bus: .address(address), options: .init(timeout: .seconds(10)))
-            let dismissed = await secretServiceError { () async throws(SecretServiceError) in try await prompting.collectionPath(.default) }
-            #expect(dismissed?.code == .collectionNotFound, "\(String(describing: dismissed))")
-            #expect(dismissed?.message == "No default keyring exists yet.", "\(String(describing: dismissed))")
-            #expect(dismissed?.detail?.contains("prompt to create one was dismissed or could not be shown") == true,
-                    "\(String(describing: dismissed?.detail))")
+            // Prompts allowed: gnome-keyring dismisses its creation prompt at once, no prompter on
+            // the bus: the error says it could not be shown, and not to run again with prompts
+            // allowed (they were) or `secret-tool store` (it meets the same prompt).
+            let prompting = SecretServiceClient(bus: .address(fresh.address), options: .init(timeout: .seconds(10)))
+            let (unseen, elapsed) = await timedSecretServiceError { () async throws(SecretServiceError) in
+                try await prompting.collectionPath(.default)
+            }
+            #expect(unseen?.code == .collectionNotFound, "\(String(describing: unseen))")
+            #expect(unseen?.message == "No default keyring exists yet.", "\(String(describing: unseen))")
+            #expect(unseen?.detail?.contains("prompt to create one could not be shown: GNOME Keyring could not start its prompter") == true,
+                    "\(String(describing: unseen?.detail))")
+            let advice = unseen?.recovery ?? ""
+            #expect(advice.hasPrefix("Create one from the desktop session, where GNOME Keyring can ask for its password"), "\(advice)")
+            #expect(!advice.contains("prompts allowed") && !advice.contains("secret-tool"), "\(advice)")
+            #expect(advice.contains("`gnome-keyring-daemon --replace --unlock`, with its password on standard input"), "\(advice)")
+            #expect(elapsed < .seconds(5), "at once: \(elapsed)")
+            let failed = await keychainError { try await fresh.storage("first").save(item: "x") }
+            #expect(failed?.kind == "collectionNotFound" && failed?.recoverySuggestion == advice, "\(String(describing: failed))")
+
+            // What the advice says works without a desktop does.
+            try await fresh.replaceWithUnlockedLoginKeyring(password: "first run \(UUID().uuidString.prefix(6))")
+            try await fresh.storage("first").save(item: "saved")
+            #expect(try await fresh.storage("first").get() == "saved")
         }
     }
 }

@@ -15,6 +15,9 @@ enum Harness {
     static var sandboxPortal: String? { isSandboxed ? ProcessInfo.processInfo.environment["DBUS_TEST_SANDBOX_PORTAL"] : nil }
     /// Whether the run has a TPM (`dbus-test/run --tpm`): SecuredKeyEncryptor's keys are bound to it.
     static var hasTPM: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_TPM"] == "1" }
+    /// Under `dbus-test/run --prompter`: prompts are shown on a virtual display, where
+    /// ``Person`` answers them.
+    static var hasPrompter: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_PROMPTER"] == "1" }
     /// Whether the sandboxed app may talk to the host's Secret Service (`--sandbox-talk-secrets`).
     static var hostSecretsReachable: Bool { ProcessInfo.processInfo.environment["DBUS_TEST_HOST_SECRETS"] == "reachable" }
     /// Where libsecret keeps the sandboxed app's file keyring.

@@ -132,6 +132,21 @@ struct ArgumentParserTests {
         }
     }
 
+    /// `--prompt-timeout`: the same range as --timeout, into the configuration's prompt timeout.
+    @Test func promptTimeoutValues() throws {
+        guard case .run(_, let options) = try ArgumentParser.parse(["unlock", "--prompt-timeout", "90.5"]) else {
+            Issue.record("parsed as something else"); return
+        }
+        #expect(options.promptTimeout == .milliseconds(90_500) && options.timeout == nil)
+        #expect(KeyringSettings(options).configuration().promptTimeout == .milliseconds(90_500))
+        #expect(KeyringSettings(GlobalOptions()).configuration().promptTimeout == .seconds(300), "the library's default")
+        for bad in ["0", "-3", "x", "86401"] {
+            #expect(usageError(["unlock", "--prompt-timeout", bad])?.message.hasPrefix(
+                "--prompt-timeout needs a number of seconds greater than 0 and at most 86400 (fractions allowed), not '\(bad)'") == true,
+                "\(bad)")
+        }
+    }
+
     @Test func inlineValues() throws {
         #expect(try ArgumentParser.parse(["get", "--account=A=B", "--service=S", "--collection=/org/x"])
                 == .run(.get(account: "A=B", service: "S", raw: false),

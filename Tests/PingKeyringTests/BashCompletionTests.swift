@@ -40,7 +40,8 @@ struct BashCompletionTests {
 
     @Test func optionsOfTheCommandAndGlobalOnes() async throws {
         #expect(try await completions("ping-keyring", "get", "--") == [
-            "--collection", "--backend", "--app", "--timeout", "--no-prompt", "--json", "--verbose", "--help", "--version", "--account",
+            "--collection", "--backend", "--app", "--timeout", "--prompt-timeout", "--no-prompt", "--json", "--verbose", "--help",
+            "--version", "--account",
             "--service", "--text", "--raw",
         ])
         #expect(try await completions("ping-keyring", "save", "-a", "A", "--e") == ["--encrypt"])

@@ -35,6 +35,24 @@ struct ErrorLayoutTests {
         #expect((error["detail"] as? String)?.contains("/org/freedesktop/secrets/collection/login") == true)
     }
 
+    /// The keyring's prompt could not be shown here (over SSH, on a server): the tool adds its own
+    /// way out, `ping-keyring unlock` in the desktop session; a prompt the person dismissed gets none.
+    @Test func aPromptThatCouldNotBeShownNamesPingKeyringUnlock() {
+        let unseen = ToolError.from(KeychainError(SecretServiceError(
+            .promptDismissed, operation: "read secret",
+            message: SecretServiceError.promptNotShownMessagePrefix + "GNOME Keyring could not start its prompter.",
+            recovery: "Unlock it from the desktop session.")))
+        #expect(unseen.kind == "promptDismissed" && unseen.status == .keyringUnavailable)
+        #expect(unseen.message.hasSuffix("Unlock it from the desktop session. " + ToolError.unlockFromTheDesktop), "\(unseen.message)")
+        #expect(unseen.message.contains("`ping-keyring unlock` in the desktop session"))
+        #expect(unseen.happened == SecretServiceError.promptNotShownMessagePrefix + "GNOME Keyring could not start its prompter.",
+                "the doctor's layout: what happened, the advice once")
+        let dismissed = ToolError.from(KeychainError(SecretServiceError(.promptDismissed, operation: "read secret",
+                                                                        message: "The keyring stayed locked: its prompt was dismissed.",
+                                                                        recovery: "Unlock your keyring.")))
+        #expect(!dismissed.message.contains("ping-keyring unlock"))
+    }
+
     @Test func anErrorWithoutDetailsIsOneLine() {
         let outcome = PingKeyring.failure(ToolError(kind: "notFound", message: "no item."), json: false)
         #expect(outcome.standardError == "ping-keyring: error: notFound: no item.\n")

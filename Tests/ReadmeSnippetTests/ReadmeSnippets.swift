@@ -9,9 +9,9 @@ import PingStorageLinux
 import PingStorage
 #endif
 
-// README.md, the block at line 72
+// README.md, the block at line 73
 enum ReadmeBlock1 {
-#sourceLocation(file: "README.md", line: 74)
+#sourceLocation(file: "README.md", line: 75)
 
 // Define the custom data to store
 struct Dog: Codable {
@@ -20,46 +20,46 @@ struct Dog: Codable {
 }
 #sourceLocation()
 static func run() async throws {
-#sourceLocation(file: "README.md", line: 80)
+#sourceLocation(file: "README.md", line: 81)
 // Create custom storage for custom data
 let customStorage = KeychainStorage<Dog>(account: "myStorageId")
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 82)
+#sourceLocation(file: "README.md", line: 83)
 // Persist custom data
 try await customStorage.save(item: Dog(name: "Lucky", breed: "Golden Retriever"))
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 84)
+#sourceLocation(file: "README.md", line: 85)
 // Retrieve custom data (the iOS page's `try?` compiles too, but would turn a locked keyring into nil)
 let storedData = try await customStorage.get()
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 86)
+#sourceLocation(file: "README.md", line: 87)
 print(storedData?.name ?? "no dog stored")
 #sourceLocation()
 }
 
-// README.md, the block at line 92
+// README.md, the block at line 93
 enum ReadmeBlock2 {
 static func run() async throws {
-#sourceLocation(file: "README.md", line: 92)
+#sourceLocation(file: "README.md", line: 93)
 // A copy in memory: a get after a save does not go to the keyring.
 let cachedStorage = KeychainStorage<Dog>(account: "myCachedStorageId", cacheable: true)
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 94)
+#sourceLocation(file: "README.md", line: 95)
 try await cachedStorage.save(item: Dog(name: "Lucky", breed: "Golden Retriever"))
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 95)
+#sourceLocation(file: "README.md", line: 96)
 // The item's JSON is encrypted with AES-256-GCM under a key kept in the keyring.
 let encryptedStorage = KeychainStorage<Dog>(account: "myEncryptedStorageId",
                                             encryptor: SecuredKeyEncryptor() ?? NoEncryptor())
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 98)
+#sourceLocation(file: "README.md", line: 99)
 try await encryptedStorage.save(item: Dog(name: "Rex", breed: "Beagle"))
 #sourceLocation()
 }
 
-// README.md, the block at line 104
+// README.md, the block at line 105
 enum ReadmeBlock3 {
-#sourceLocation(file: "README.md", line: 104)
+#sourceLocation(file: "README.md", line: 105)
 /// Encrypts every save with SecuredKeyEncryptor, and still reads items that were saved as plain
 /// JSON (an object or an array) before the app turned encryption on.
 struct MigratingEncryptor: Encryptor {
@@ -74,20 +74,20 @@ struct MigratingEncryptor: Encryptor {
 }
 #sourceLocation()
 static func run() async throws {
-#sourceLocation(file: "README.md", line: 116)
+#sourceLocation(file: "README.md", line: 117)
 
 let migratedStorage = KeychainStorage<Dog>(account: "myStorageId", encryptor: MigratingEncryptor())
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 118)
+#sourceLocation(file: "README.md", line: 119)
 if let dog = try await migratedStorage.get() {
     try await migratedStorage.save(item: dog)   // saved again, now encrypted
 }
 #sourceLocation()
 }
 
-// README.md, the block at line 127
+// README.md, the block at line 128
 enum ReadmeBlock4 {
-#sourceLocation(file: "README.md", line: 127)
+#sourceLocation(file: "README.md", line: 128)
 /// Keeps the item as a JSON file: for data that is not secret.
 struct FileStorage<T: Codable & Sendable>: Storage {
     let url: URL
@@ -104,7 +104,7 @@ struct FileStorage<T: Codable & Sendable>: Storage {
     }
 }
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 142)
+#sourceLocation(file: "README.md", line: 143)
 
 class FileStorageDelegate<T: Codable & Sendable>: StorageDelegate<T>, @unchecked Sendable {
     init(url: URL, cacheable: Bool = false) {
@@ -113,16 +113,16 @@ class FileStorageDelegate<T: Codable & Sendable>: StorageDelegate<T>, @unchecked
 }
 #sourceLocation()
 static func run() async throws {
-#sourceLocation(file: "README.md", line: 148)
+#sourceLocation(file: "README.md", line: 149)
 
 let settings = FileStorageDelegate<Dog>(url: FileManager.default.temporaryDirectory.appendingPathComponent("dog.json"), cacheable: true)
 #sourceLocation()
-#sourceLocation(file: "README.md", line: 150)
+#sourceLocation(file: "README.md", line: 151)
 try await settings.delete()
 #sourceLocation()
 }
 
-// README.md, the block at line 212
+// README.md, the block at line 213
 enum ReadmeBlock5 {
 static func run() async throws {
 }

@@ -53,6 +53,38 @@ struct SharedWorkTests {
         #expect(try await other.value == 1, "the other caller gets the one run's result")
         #expect(runs.value == 1)
     }
+
+    /// Every caller gave up: the run is cancelled (a prompt it shows is dismissed), and a caller
+    /// who comes afterwards gets a run of its own, not that cancellation.
+    @Test func aRunEveryCallerLeftIsCancelledAndTheNextCallerGetsItsOwn() async throws {
+        let shared = SharedWork<Int, WaitError>(timekeeper: .light)
+        let runs = Counter(), cancelledRuns = Counter()
+        let gate = Gate()
+        // The first run waits for the gate (which stays shut) until it is cancelled; later runs end at once.
+        let work: @Sendable (Deadline) async throws(WaitError) -> Int = { deadline throws(WaitError) in
+            runs.increment()
+            if runs.value > 1 { return runs.value }
+            let waiter = OneShot<Int, WaitError>(operation: "open", deadline: deadline, timekeeper: .light)
+            do throws(WaitError) {
+                return try await waiter.value { waiter in gate.whenOpened { waiter.finish(.success(1)) } }
+            } catch {
+                if case .cancelled = error { cancelledRuns.increment() }
+                throw error
+            }
+        }
+        let first = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(60)), work) }
+        let second = Task { try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(60)), work) }
+        while shared.waitingCallers < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        first.cancel()
+        second.cancel()
+        for caller in [first, second] {
+            await #expect(throws: WaitError.self) { _ = try await caller.value }
+        }
+        for _ in 0..<500 where cancelledRuns.value == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(cancelledRuns.value == 1, "the run no one waited for was cancelled")
+        #expect(try await shared.value(operation: "open", deadline: Deadline(timeout: .seconds(60)), work) == 2,
+                "a later caller gets a run of its own")
+    }
 }
 
 /// Runs the actions given to it once the test opens it (at once, if already open).

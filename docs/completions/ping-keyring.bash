@@ -5,7 +5,7 @@
 
 _ping_keyring() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local takes_value=' --account --app --backend --collection --from --service --timeout -a -c -s -t '
+    local takes_value=' --account --app --backend --collection --from --prompt-timeout --service --timeout -a -c -s -t '
     local command='' argument='' word i=1
     # The command is the first word that is neither an option nor an option's value
     # ('--opt=value' arrives as three words: '=' is in COMP_WORDBREAKS).
@@ -44,7 +44,7 @@ _ping_keyring() {
         return 0
     fi
 
-    local options='-c --collection --backend --app -t --timeout --no-prompt -j --json -v --verbose -h --help -V --version'
+    local options='-c --collection --backend --app -t --timeout --prompt-timeout --no-prompt -j --json -v --verbose -h --help -V --version'
     case $command in
         '')
             if [[ $cur != -* ]]; then

@@ -4,7 +4,7 @@ import PingStorage
 /// pairs, and the ``Command`` built from them.
 extension ArgumentParser {
     /// The global options from the values scanned, checked.
-    /// - Throws: ``ToolError`` `usage` for a bad collection, timeout, backend or app.
+    /// - Throws: ``ToolError`` `usage` for a bad collection, timeout, prompt timeout, backend or app.
     static func globalOptions(_ values: [String: String], command: String) throws(ToolError) -> GlobalOptions {
         var options = GlobalOptions()
         options.json = values["json"] != nil
@@ -17,13 +17,15 @@ extension ArgumentParser {
                 throw .usage("--collection: \(error.details?.message ?? error.errorMessage)", command: command)
             }
         }
-        if let text = values["timeout"] {
+        for name in ["timeout", "prompt-timeout"] {
+            guard let text = values[name] else { continue }
             guard let seconds = Double(text), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
-                // 0 would be a deadline already passed: every call would time out.
-                throw .usage("--timeout needs a number of seconds greater than 0 and at most 86400 (fractions "
+                // 0 would be a deadline already passed: every call (every prompt) would time out.
+                throw .usage("--\(name) needs a number of seconds greater than 0 and at most 86400 (fractions "
                                  + "allowed), not '\(text)'", command: command)
             }
-            options.timeout = .milliseconds(max(1, Int((seconds * 1000).rounded())))
+            let duration = Duration.milliseconds(max(1, Int((seconds * 1000).rounded())))
+            if name == "timeout" { options.timeout = duration } else { options.promptTimeout = duration }
         }
         if let name = values["backend"] {
             guard let backend = backendNamed[name] else {

@@ -6,6 +6,8 @@ struct GlobalOptions: Sendable, Equatable {
     var collection: KeychainConfiguration.Collection?
     /// `--timeout`; nil: the library's default (25 s).
     var timeout: Duration?
+    /// `--prompt-timeout`; nil: the library's default (5 minutes).
+    var promptTimeout: Duration?
     /// `--no-prompt`.
     var noPrompt = false
     /// `--json`.

@@ -162,9 +162,11 @@ extension CommandTable {
             name: "unlock", summary: "unlock the collection (the provider may prompt for its password)",
             description: """
                 Unlocks the collection (the 'default' alias unless --collection). The provider may ask for \
-                its password in a prompt, which ping-keyring waits for until --timeout; with --no-prompt \
-                it fails with 'locked' instead (exit status 3). Unlocking an unlocked collection succeeds. \
-                A sandbox's file keyring has no lock of its own.
+                its password in a prompt, shown on the desktop session's display (the session bus's, not \
+                this terminal's: run from SSH, it waits on the desktop's screen), which ping-keyring waits \
+                for until --prompt-timeout; a prompt that cannot be shown (no display for the session) \
+                fails at once saying so; with --no-prompt it fails with 'locked' instead (exit status 3). \
+                Unlocking an unlocked collection succeeds. A sandbox's file keyring has no lock of its own.
                 """,
             options: []),
         CommandSpec(

@@ -89,7 +89,13 @@ enum CommandTable {
                        + "and get see every app's items, and get, save and delete act as the one app that has items "
                        + "of the account (several: --app is needed; none: save needs --app)"),
         OptionSpec(name: "timeout", short: "t", valueName: "SECONDS",
-                   help: "deadline of each keyring call, prompts included: more than 0, at most 86400 (default 25)"),
+                   help: "deadline of each keyring call, not counting the time a prompt is on screen: more than 0, "
+                       + "at most 86400 (default 25)"),
+        OptionSpec(name: "prompt-timeout", valueName: "SECONDS",
+                   help: "how long a prompt (the keyring's unlock, or the first keyring's password) may stay on screen "
+                       + "unanswered; then the command fails with timedOut, saying so (GNOME Keyring's unlock prompt "
+                       + "stays open, as GNOME Keyring does not let a program close it): more than 0, at most 86400 "
+                       + "(default 300)"),
         OptionSpec(name: "no-prompt", valueName: nil,
                    help: "never show an unlock prompt: fail with 'locked' instead"),
         OptionSpec(name: "json", short: "j", valueName: nil,

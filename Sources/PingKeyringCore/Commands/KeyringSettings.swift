@@ -6,6 +6,8 @@ struct KeyringSettings: Sendable, Equatable {
     var collection: KeychainConfiguration.Collection?
     /// `--timeout`; nil: the library's default.
     var timeout: Duration?
+    /// `--prompt-timeout`; nil: the library's default.
+    var promptTimeout: Duration?
     /// False with `--no-prompt`.
     var allowsPrompts: Bool
     /// `--backend`; nil when not given (then ``KeychainConfiguration/Backend/automatic``).
@@ -24,6 +26,7 @@ struct KeyringSettings: Sendable, Equatable {
     init(_ options: GlobalOptions, detected: AppIdentity = .detected) {
         collection = options.collection
         timeout = options.timeout
+        promptTimeout = options.promptTimeout
         allowsPrompts = !options.noPrompt
         backend = options.backend
         scopedApp = options.app ?? (detected.source == .executable ? nil : detected.id)
@@ -38,6 +41,7 @@ struct KeyringSettings: Sendable, Equatable {
         var configuration = KeychainConfiguration(service: service, collection: collection, allowsPrompts: allowsPrompts,
                                                   backend: backend ?? .automatic, app: app ?? scopedApp)
         if let timeout { configuration.timeout = timeout }
+        if let promptTimeout { configuration.promptTimeout = promptTimeout }
         return configuration
     }
 

@@ -86,6 +86,9 @@ struct ToolError: Error, Equatable, Sendable {
         case let error as KeychainError:
             var failure = ToolError(kind: error.kind, message: error.errorMessage, detail: error.detail)
             failure.recovery = error.recoverySuggestion
+            if error.isAPromptThatCouldNotBeShown {
+                failure.addAdvice(unlockFromTheDesktop)
+            }
             return failure
         case let error as EncryptorError:
             return ToolError(kind: error.kind, message: error.errorMessage)
@@ -94,6 +97,17 @@ struct ToolError: Error, Equatable, Sendable {
         default:
             return ToolError(kind: "other", message: "\(error)")
         }
+    }
+
+    /// This tool's way out when the keyring's prompt could not be shown here (over SSH, on a
+    /// server): the prompt of `ping-keyring unlock` run in the desktop session shows there.
+    static let unlockFromTheDesktop = "From a terminal: run `ping-keyring unlock` in the desktop session, where its prompt "
+        + "is shown, then run this again; scripts that run where no one answers prompts take --no-prompt."
+
+    /// Adds `advice` to the message and to the advice kept apart (``recovery``).
+    mutating func addAdvice(_ advice: String) {
+        message += " " + advice
+        recovery = recovery.map { $0 + " " + advice } ?? advice
     }
 
     /// `{"error": {"kind", "message", "detail", "exitCode"}}`.

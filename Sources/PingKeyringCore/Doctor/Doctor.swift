@@ -16,10 +16,13 @@ enum Doctor {
             + "--components=secrets`), KeePassXC with Tools > Settings > Secret Service Integration on, or KWallet."
         static let providerHung = "check that the provider is running and not stopped "
             + "(`ps -C gnome-keyring-daemon -o pid,stat`), or raise --timeout."
-        static let defaultCollection = "no default keyring exists yet: create one (an app that allows prompts creates it "
-            + "on first use, asking for its password; or create a keyring in your keyring manager and make it the default: "
-            + "Passwords and Keys on GNOME, or in KeePassXC expose a group under Secret Service Integration), or pass "
-            + "--collection with one of the collections listed in the details."
+        /// No default collection on `provider`: what an app will show the person, and what works
+        /// where it cannot (the library's own advice for an app that may not prompt, as the doctor).
+        static func defaultCollection(_ provider: ProviderInfo) -> String {
+            let advice = KeyringProvider.adviceForAFirstKeyring(executable: provider.executable)
+            return "no default keyring exists yet: " + advice.prefix(1).lowercased() + advice.dropFirst()
+                + " Or pass --collection with one of the collections listed in the details."
+        }
         static let collection = "pass --collection with one of the collections listed in the details, or create "
             + "the alias in your keyring manager."
         static let unlocked = "unlock the keyring: log in to the desktop, or unlock it in your keyring manager "
@@ -130,7 +133,7 @@ enum Doctor {
             checks.append(.fail("collection", "collection", error,
                                 fix: error.kind == "collectionNotFound"
                                     ? (environment.collectionDescription == KeychainConfiguration.Collection.default.description
-                                        ? Fix.defaultCollection : Fix.collection)
+                                        ? Fix.defaultCollection(provider) : Fix.collection)
                                     : error.kind == "timedOut" ? Fix.providerHung : Fix.seeMessage))
             checks.append(.skip("unlocked", "unlocked", "needs the collection"))
         }

@@ -50,8 +50,10 @@ actor KeyVault {
     private let choosing = SharedWork<KeyChoice, StorageFailure>(timekeeper: .light)
     /// How many callers wait for the key being found or created (tests).
     nonisolated var callersWaitingForTheKey: Int { choosing.waitingCallers }
-    /// A deadline of the configuration's timeout from now, for a call that starts here.
-    nonisolated func deadline() -> Deadline { Deadline(timeout: configuration.timeout) }
+    /// A deadline of the configuration's timeout from now, for a call that starts here: a prompt
+    /// on screen (the keyring being unlocked) does not count against it, nor against the callers
+    /// waiting for the key meanwhile (``KeychainPlace/deadline(timeout:)``).
+    nonisolated func deadline() -> Deadline { place.deadline(timeout: configuration.timeout) }
     private var binding: KeychainConfiguration.KeyBinding { configuration.keyBinding }
 
     struct KeyChoice: Sendable {

@@ -45,8 +45,9 @@ struct KeychainItems: Sendable {
         }
     }
 
-    /// A deadline of the configuration's timeout from now: one call's, from its start.
-    func deadline() -> Deadline { Deadline(timeout: configuration.timeout) }
+    /// A deadline of the configuration's timeout from now: one call's, from its start, not counting
+    /// the time a prompt of this process is on screen (``KeychainPlace/deadline(timeout:)``).
+    func deadline() -> Deadline { place.deadline(timeout: configuration.timeout) }
 
     /// Seals `plaintext` with `sealer` and stores it so that exactly one item holds it afterwards,
     /// with one write at most, and none when the item already holds it (the same bytes, or what

@@ -52,6 +52,12 @@ final class KeychainPlace: Sendable {
         moveStepHook = runtime.moveStepHook
     }
 
+    /// A deadline `timeout` from now that does not count the time a keyring prompt of this process
+    /// is on screen on the place's bus: what an operation and its waits (another call on the same
+    /// account, a key being chosen) end by. The prompt has its own limit
+    /// (``KeychainConfiguration/promptTimeout``).
+    func deadline(timeout: Duration) -> Deadline { secretService.deadline(timeout: timeout) }
+
     // MARK: Opening
 
     /// The store of `configuration`'s items, the place opened for its service first if need be.

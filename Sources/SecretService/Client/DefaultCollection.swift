@@ -12,16 +12,18 @@ extension SecretServiceClient {
     /// Creates the default collection when prompts are allowed (creating one asks the person for
     /// its password); returns its path. Called by ``resolve(_:_:_:)`` inside the one shared read of
     /// the `default` alias, so concurrent first calls create one collection, not several.
-    /// - Throws: `.collectionNotFound` ("no default keyring exists yet", with how to create one)
-    ///   when prompts are turned off, the prompt was dismissed or could not be shown, or the
-    ///   provider refuses to create collections; connection errors, `.timedOut`, `.cancelled`.
+    /// - Throws: `.collectionNotFound` ("no default keyring exists yet", with how to create one on
+    ///   this provider's desktop, and why none was created in `detail`) when prompts are turned
+    ///   off, the prompt was dismissed or could not be shown, or the provider refuses to create
+    ///   collections; connection errors, `.timedOut` (the prompt's limit included), `.cancelled`.
     func createDefaultCollection(_ session: ProviderSession, _ deadline: Deadline,
                                  findOperation: String) async throws(SecretServiceError) -> ObjectPath {
-        func notFound(_ why: String) async throws(SecretServiceError) -> SecretServiceError {
-            .collectionNotFound(findOperation, .default, known: try await listCollections(session, deadline), note: why)
+        func notFound(_ why: SecretServiceError.NoDefaultCollection) async throws(SecretServiceError) -> SecretServiceError {
+            .collectionNotFound(findOperation, .default, known: try await listCollections(session, deadline),
+                                provider: session.kind, why: why)
         }
         guard options.allowsPrompts else {
-            throw try await notFound("prompts are turned off, so none was created")
+            throw try await notFound(.promptsOff)
         }
         let operation = "create the default keyring"
         SecretServiceDiagnostics.report(.info, "The keyring service has no default collection: creating '\(Self.defaultCollectionLabel)'")
@@ -32,20 +34,20 @@ extension SecretServiceClient {
                                                    .string("default")]),
                                            operation: operation, deadline: deadline).body("(oo)", in: operation)
         } catch where error.code == .providerError || error.code == .itemNotFound {
-            throw try await notFound("the keyring service refused to create one: \(error.detail ?? error.message)")
+            throw try await notFound(.refused(error.detail ?? error.message))
         }
         var created = ObjectPath(trusted: reply.child(0).string)
         let prompt = ObjectPath(trusted: reply.child(1).string)
         if prompt != .none {
-            do throws(SecretServiceError) {
-                let result = try await Prompts.run(prompt, resultType: "o", in: session, operation: operation, deadline: deadline)
-                created = ObjectPath(trusted: result?.string ?? "/")
-            } catch where error.code == .promptDismissed {
-                throw try await notFound("the keyring service's prompt to create one was dismissed or could not be shown")
+            switch try await Prompts.show(prompt, .createCollection, resultType: "o", in: session, operation: operation,
+                                          limit: options.promptTimeout, pauses: promptPauses, deadline: deadline) {
+            case .answered(let result): created = ObjectPath(trusted: result?.string ?? "/")
+            case .dismissed: throw try await notFound(.promptDismissed)
+            case .notShown(let reason, _): throw try await notFound(.promptNotShown(reason))
             }
         }
         guard created != .none else {
-            throw try await notFound("the keyring service's prompt to create one was dismissed or could not be shown")
+            throw try await notFound(.promptDismissed)
         }
         // The alias was asked for in CreateCollection; a provider that ignored it is told again.
         let alias = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias", .tuple([.string("default")]),

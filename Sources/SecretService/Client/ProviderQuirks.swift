@@ -108,6 +108,25 @@ enum ProviderQuirks {
     /// and what a process remembers of it must be checked again by reading it.
     static func announcesSecretChanges(_ kind: ProviderKind) -> Bool { kind == .kwallet || kind == .keepassxc }
 
+    // MARK: Prompts
+
+    /// Whether a prompt of this kind may be sent `Prompt.Dismiss` (when its call gives up, or when
+    /// prompts are turned off and it is never shown).
+    ///
+    /// GNOME Keyring 42.1 (and its code to this day, gkd-secret-unlock.c) aborts when an unlock
+    /// prompt is dismissed while any unlock prompt is on screen, its own or another program's:
+    /// `mark_as_complete` runs the next queued unlock, which is the one being shown, and
+    /// `perform_next_unlock` asserts it has none in progress ("assertion failed: (!self->current)").
+    /// Every client of the keyring then loses it, and it comes back locked. So an unlock prompt of
+    /// GNOME Keyring is never dismissed: one not shown is left unused (the provider drops it with
+    /// our connection), one shown stays on screen until the person answers it, and a later unlock
+    /// waits behind it in GNOME Keyring's own queue. Its creation prompt (CreateCollection) is
+    /// another object and is dismissed as everywhere. What would let it go: a GNOME Keyring that
+    /// pops only itself off its queue when dismissed.
+    static func dismissesPrompt(_ kind: PromptKind, on provider: ProviderKind) -> Bool {
+        !(kind == .unlock && provider == .gnomeKeyring)
+    }
+
     // MARK: Creating items
 
     /// The attributes a new item is created with: on KeePassXC, without those it computes for

@@ -61,7 +61,7 @@ extension SecretServiceClient {
             let reply = try await session.call(item.objectPath, "org.freedesktop.Secret.Item", "Delete",
                                                operation: operation, deadline: deadline)
             let prompt = ObjectPath(trusted: try reply.body("(o)", in: operation).child(0).string)
-            if prompt != .none { Prompts.dismiss(prompt, in: session) }
+            if prompt != .none { Prompts.dismiss(prompt, .other, in: session) }
             SecretServiceDiagnostics.report(.warning, "\(operation): deleted \(item), which this call created and whose secret never read back")
         } catch {
             SecretServiceDiagnostics.report(.warning, "\(operation): could not delete \(item), which this call created and whose secret "

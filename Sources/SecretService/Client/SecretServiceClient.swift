@@ -15,9 +15,22 @@ import DBusTransport
 /// new one, twice at most, within its deadline). ``with(options:)`` gives clients that share one
 /// connection. The provider must run as the same Unix user as the client.
 ///
-/// Every call ends by its deadline (``Options/timeout``, prompts included), throws only
-/// ``SecretServiceError``, and never blocks the calling thread: calls go out from the calling
-/// task and their replies come back through GDBus's reader thread.
+/// Every call ends by its deadline (``Options/timeout``), throws only ``SecretServiceError``, and
+/// never blocks the calling thread: calls go out from the calling task and their replies come back
+/// through GDBus's reader thread.
+///
+/// ## Prompts
+/// A prompt is the person's time. While one of this process's prompts is on screen on a bus, no
+/// call's deadline there counts the time (the call that shows it, the calls that wait for it or
+/// behind it keep the time they had left); the prompt has its own limit, ``Options/promptTimeout``
+/// (default 5 minutes), at which it is dismissed and the call throws `.timedOut` saying that no
+/// one answered the prompt. A prompt is dismissed too when its Task is cancelled. Concurrent calls
+/// of this process that need one collection unlocked wait for one prompt, and share its answer.
+/// A prompt that cannot be shown fails at once with `.promptDismissed` saying why, where something
+/// tells: GNOME Keyring without a prompter it can start (no display for the session bus), KWallet
+/// or KeePassXC running without a screen. GNOME Keyring's unlock prompts are never dismissed: GNOME
+/// Keyring aborts when one is (``ProviderQuirks/dismissesPrompt(_:on:)``); one left unanswered stays
+/// on screen until the person answers it.
 ///
 /// ## The default collection
 /// A call that names the `default` collection when the provider has none (a freshly started
@@ -45,8 +58,13 @@ import DBusTransport
 public final class SecretServiceClient: Sendable {
     /// How calls behave.
     public struct Options: Sendable, Hashable {
-        /// How long one call may take in all, connection, retries and prompts included. Default 25 s.
+        /// How long one call may take in all, connection and retries included; the time a prompt
+        /// is on screen is not counted (``promptTimeout`` bounds it). Default 25 s.
         public var timeout: Duration
+        /// How long a prompt may stay on screen unanswered: then it is dismissed (GNOME Keyring's
+        /// unlock prompt excepted, which is left open) and the call throws `.timedOut`, saying that
+        /// no one answered the prompt. Default 5 minutes.
+        public var promptTimeout: Duration
         /// Whether a locked collection or item may be unlocked through the provider's prompt.
         /// When false, calls that need an unlock throw `.locked` at once.
         public var allowsPrompts: Bool
@@ -57,8 +75,10 @@ public final class SecretServiceClient: Sendable {
         public var allowsPlainTransport: Bool
 
         /// Creates options; every parameter has the default described on its property.
-        public init(timeout: Duration = .seconds(25), allowsPrompts: Bool = true, allowsPlainTransport: Bool = false) {
+        public init(timeout: Duration = .seconds(25), allowsPrompts: Bool = true, allowsPlainTransport: Bool = false,
+                    promptTimeout: Duration = .seconds(300)) {
             self.timeout = timeout
+            self.promptTimeout = promptTimeout
             self.allowsPrompts = allowsPrompts
             self.allowsPlainTransport = allowsPlainTransport
         }
@@ -87,10 +107,14 @@ public final class SecretServiceClient: Sendable {
     }
 
     /// A client sharing this one's connection whose calls all end by `deadline` (for an
-    /// operation made of several calls that must end in time as a whole).
+    /// operation made of several calls that must end in time as a whole). The time a prompt is on
+    /// screen on this client's bus does not count against it (``PromptTime``).
     package func ending(by deadline: Deadline) -> SecretServiceClient {
-        SecretServiceClient(link: link, options: options, operationDeadline: deadline)
+        SecretServiceClient(link: link, options: options, operationDeadline: deadline.paused(by: promptPauses))
     }
+
+    /// What pauses this client's deadlines: the time a prompt is on screen on its bus.
+    var promptPauses: DeadlinePauses { PromptTime.pauses(on: link.bus) }
 
     /// The bus this client connects to.
     public var bus: BusAddress { link.bus }
@@ -172,7 +196,7 @@ public final class SecretServiceClient: Sendable {
                                                .tuple([.objectPaths(paths)]), operation: "lock", deadline: deadline)
             let prompt = ObjectPath(trusted: try reply.body("(aoo)", in: "lock").child(1).string)
             guard prompt != .none else { return }
-            _ = try await promptIfAllowed(prompt, resultType: "ao", session, deadline, operation: "lock", refusal:
+            _ = try await promptIfAllowed(prompt, .other, resultType: "ao", session, deadline, operation: "lock", refusal:
                 .promptDismissed("lock", detail: "locking needs a prompt, and prompts are turned off"))
         }
     }
@@ -189,7 +213,7 @@ public final class SecretServiceClient: Sendable {
 
     /// The deadline of a call starting now.
     func callDeadline() -> Deadline {
-        let own = Deadline(timeout: options.timeout)
+        let own = Deadline(timeout: options.timeout, pausedBy: promptPauses)
         guard let operationDeadline else { return own }
         return min(own, operationDeadline)
     }

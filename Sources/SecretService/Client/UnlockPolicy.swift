@@ -10,37 +10,72 @@ import DBusTransport
 // it needs: the one place that decides when something is unlocked and how.
 
 extension SecretServiceClient {
-    /// Runs the provider's `prompt` (not `/`) when prompts are allowed, and returns its result;
-    /// when they are not, dismisses it and throws `refusal`. The one place that decides whether a
-    /// prompt may be shown.
-    func promptIfAllowed(_ prompt: ObjectPath, resultType: StaticString, _ session: ProviderSession, _ deadline: Deadline,
-                         operation: String, refusal: @autoclosure () -> SecretServiceError) async throws(SecretServiceError) -> Variant? {
+    /// Runs the provider's `prompt` (not `/`) of `kind` when prompts are allowed, and returns its
+    /// result; when they are not, dismisses it unshown (where the provider takes that,
+    /// ``ProviderQuirks/dismissesPrompt(_:on:)``) and throws `refusal`. The one place that decides
+    /// whether a prompt may be shown.
+    func promptIfAllowed(_ prompt: ObjectPath, _ kind: PromptKind = .other, resultType: StaticString, _ session: ProviderSession,
+                         _ deadline: Deadline, operation: String,
+                         refusal: @autoclosure () -> SecretServiceError) async throws(SecretServiceError) -> Variant? {
         guard options.allowsPrompts else {
-            Prompts.dismiss(prompt, in: session)
+            Prompts.dismiss(prompt, kind, in: session)
             throw refusal()
         }
-        return try await Prompts.run(prompt, resultType: resultType, in: session, operation: operation, deadline: deadline)
+        return try await Prompts.run(prompt, kind, resultType: resultType, in: session, operation: operation,
+                                     limit: options.promptTimeout, pauses: promptPauses, deadline: deadline)
     }
 
     /// Unlocks `paths`: at once when the provider can, through its prompt when it shows one and
-    /// prompts are allowed.
+    /// prompts are allowed. Concurrent calls of this process that unlock the same collection wait
+    /// for one prompt (``SharedUnlocks``): its answer is theirs.
     /// - Throws: `.locked` when a prompt is needed and not allowed, `.promptDismissed` when the
-    ///   prompt was dismissed or left something locked.
+    ///   prompt was dismissed, could not be shown or left something locked, `.timedOut` when no
+    ///   one answered it in time.
     func unlock(_ paths: [ObjectPath], _ session: ProviderSession, _ deadline: Deadline,
                 operation: String) async throws(SecretServiceError) {
         guard !paths.isEmpty else { return }
+        let keys = Set(paths.map { SharedUnlocks.Key(bus: link.bus, provider: session.owner, collection: SharedUnlocks.collection(of: $0)) })
+        while true {
+            switch SharedUnlocks.shared.claim(keys) {
+            case .another(let claim):
+                SecretServiceDiagnostics.report(.info, "\(operation): waiting for the unlock another call of this process is making")
+                switch try await SharedUnlocks.shared.wait(for: claim, operation: operation, deadline: deadline) {
+                case .askAgain: continue
+                case .failed(let error): throw error.during(operation)
+                }
+            case .mine(let claim):
+                var outcome = SharedUnlocks.Outcome.askAgain
+                defer { SharedUnlocks.shared.release(claim, outcome) }
+                try await unlockOnce(paths, session, deadline, operation: operation, outcome: &outcome)
+                return
+            }
+        }
+    }
+
+    /// One Unlock of `paths` and its prompt; `outcome` gets what calls waiting for the same
+    /// collections should make of it (the person's answer, when it is a failure).
+    private func unlockOnce(_ paths: [ObjectPath], _ session: ProviderSession, _ deadline: Deadline, operation: String,
+                            outcome: inout SharedUnlocks.Outcome) async throws(SecretServiceError) {
         let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "Unlock", .tuple([.objectPaths(paths)]),
                                            operation: operation, deadline: deadline).body("(aoo)", in: operation)
         var unlocked = Set(reply.child(0).strings)
         let prompt = ObjectPath(trusted: reply.child(1).string)
         if prompt != .none {
-            let result = try await promptIfAllowed(prompt, resultType: "ao", session, deadline, operation: operation, refusal:
-                .locked(operation, promptsAllowed: false, detail: paths.map(\.rawValue).joined(separator: ", ")))
+            let result: Variant?
+            do throws(SecretServiceError) {
+                result = try await promptIfAllowed(prompt, .unlock, resultType: "ao", session, deadline, operation: operation, refusal:
+                    .locked(operation, promptsAllowed: false, detail: paths.map(\.rawValue).joined(separator: ", ")))
+            } catch where options.allowsPrompts && (error.code == .promptDismissed || error.code == .timedOut) {
+                outcome = .failed(error)
+                throw error
+            }
             unlocked.formUnion(result?.strings ?? [])
         }
         let stillLocked = paths.filter { !unlocked.contains($0.rawValue) }
         guard stillLocked.isEmpty else {
-            throw .promptDismissed(operation, detail: "still locked: " + stillLocked.map(\.rawValue).joined(separator: ", "))
+            let error = SecretServiceError.promptDismissed(operation, detail: "still locked: " + stillLocked.map(\.rawValue).joined(separator: ", "))
+            if prompt != .none { outcome = .failed(error) }
+            throw error
         }
     }
 

@@ -17,9 +17,9 @@ import Glibc
 final class ProviderSession: Sendable {
     let bus: ProviderBus
     let owner: String
-    private let processID: UInt32?
+    let processID: UInt32?
     private let userID: UInt32
-    private let executable: String?
+    let executable: String?
     let kind: ProviderKind
     /// Collection paths by alias (and by the path given, once checked): read once per session; the
     /// two searches of a first `get` both resolve `default` and share the read.

@@ -33,11 +33,11 @@ public struct ChangeToken: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The Secret Service providers whose quirks SecretService knows (``ProviderQuirks``).
-enum ProviderKind: Sendable, Hashable {
+package enum ProviderKind: Sendable, Hashable {
     case gnomeKeyring, kwallet, keepassxc, other
 
     /// Told by the provider's executable (`/proc/PID/exe`), never by a name it gives itself.
-    init(executable: String?) {
+    package init(executable: String?) {
         let name = executable.map { String($0.split(separator: "/").last ?? "") } ?? ""
         switch name {
         case "gnome-keyring-daemon": self = .gnomeKeyring

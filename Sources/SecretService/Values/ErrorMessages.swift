@@ -42,7 +42,7 @@ extension SecretServiceError {
     static func promptDismissed(_ operation: String, detail: String?) -> SecretServiceError {
         SecretServiceError(
             .promptDismissed, operation: operation,
-            message: "The keyring stayed locked: its prompt was dismissed or could not be shown.",
+            message: "The keyring stayed locked: its prompt was dismissed.",
             recovery: unlockAdvice, detail: detail)
     }
 
@@ -116,17 +116,112 @@ extension SecretServiceError {
             dbusErrorName: dbusErrorName)
     }
 
-    /// How to create a default collection, whatever the desktop.
-    static let createDefaultAdvice = "Create one: run the program again with prompts allowed (the keyring service "
-        + "asks for the new keyring's password), or create a keyring in your keyring manager and make it the default "
-        + "(Passwords and Keys on GNOME; KeePassXC: expose a group under Secret Service Integration); "
-        + "`secret-tool store` creates one too."
+    /// How the message of a prompt that could not be shown begins (a `.promptDismissed` error):
+    /// for tools that add their own way out.
+    package static let promptNotShownMessagePrefix = "The keyring could not show its prompt: "
+
+    /// The keyring's prompt could not be shown (``PromptVisibility``): `reason` says why, the
+    /// advice how to unlock it where it can be.
+    static func promptNotShown(_ operation: String, reason: String, provider: ProviderKind, detail: String?) -> SecretServiceError {
+        SecretServiceError(
+            .promptDismissed, operation: operation, message: promptNotShownMessagePrefix + reason + ".",
+            recovery: unlockWhereShownAdvice(provider), detail: detail)
+    }
+
+    /// No one answered the keyring's prompt within its limit (``SecretServiceClient/Options/promptTimeout``).
+    static func promptTimedOut(_ operation: String, limit: Duration, dismissed: Bool, provider: ProviderKind,
+                               detail: String?) -> SecretServiceError {
+        SecretServiceError(
+            .timedOut, operation: operation,
+            message: "No one answered the keyring's prompt within \(limit.secondsText)"
+                + (dismissed ? ", so it was closed." : "; it is still open, as GNOME Keyring does not let a program close it.")
+                + " It may have been waiting where no one could see it.",
+            recovery: "Answer the prompt when it appears, or allow it longer (the prompt timeout). A program that runs "
+                + "where no one answers prompts should turn them off and find the keyring unlocked.",
+            detail: detail)
+    }
+
+    /// How to unlock a keyring whose prompt could not be shown here, by provider.
+    static func unlockWhereShownAdvice(_ provider: ProviderKind) -> String {
+        let unattended = " A program that runs where no one answers prompts should turn them off and find the keyring unlocked."
+        switch provider {
+        case .gnomeKeyring:
+            return "Unlock it from the desktop session, where its prompt can be shown (log in there, or use Passwords and Keys), "
+                + "then try again; on a machine without a desktop, start GNOME Keyring unlocked: `gnome-keyring-daemon "
+                + "--replace --unlock`, with the password on its standard input." + unattended
+        case .kwallet:
+            return "Open the wallet from the desktop session, where its dialog can be shown (KWallet Manager), then try again." + unattended
+        case .keepassxc:
+            return "Unlock the database in KeePassXC where its window can be seen, then try again." + unattended
+        case .other:
+            return "Unlock the keyring from the desktop session, where its prompt can be shown, then try again." + unattended
+        }
+    }
+
+    /// Why the first call found no default collection and created none.
+    package enum NoDefaultCollection: Sendable {
+        /// Prompts are turned off.
+        case promptsOff
+        /// The provider's prompt could not be shown: why (``PromptVisibility``).
+        case promptNotShown(String)
+        /// The person dismissed the prompt.
+        case promptDismissed
+        /// The provider refused to create one: its words.
+        case refused(String)
+
+        /// For `detail`.
+        package var note: String {
+            switch self {
+            case .promptsOff: "prompts are turned off, so none was created"
+            case .promptNotShown(let reason): "the keyring service's prompt to create one could not be shown: \(reason)"
+            case .promptDismissed: "the keyring service's prompt to create one was dismissed"
+            case .refused(let words): "the keyring service refused to create one: \(words)"
+            }
+        }
+    }
+
+    /// How to create a default collection: what the person will see, by provider and by why none
+    /// was created. nil `why`: the collection exists but is not the default.
+    package static func createDefaultAdvice(_ provider: ProviderKind, _ why: NoDefaultCollection?) -> String {
+        let promptsOff: Bool = if case .promptsOff = why { true } else { false }
+        let notShown: Bool = if case .promptNotShown = why { true } else { false }
+        switch provider {
+        case .gnomeKeyring:
+            let withoutDesktop = "on a machine without a desktop, start GNOME Keyring with a login keyring, which becomes the "
+                + "default: `gnome-keyring-daemon --replace --unlock`, with its password on standard input."
+            if notShown {
+                return "Create one from the desktop session, where GNOME Keyring can ask for its password: run the program "
+                    + "there once, or create a keyring in Passwords and Keys and make it the default; " + withoutDesktop
+            }
+            return "Create one: " + (promptsOff ? "run a program that allows prompts in the desktop session once"
+                                                : "run the program again in the desktop session")
+                + " (GNOME Keyring shows \"Choose password for new keyring\": type a password twice), or create a keyring in "
+                + "Passwords and Keys and make it the default; " + withoutDesktop
+        case .kwallet:
+            return "Create one: " + (notShown ? "KWallet runs without a screen here, so do it from the desktop session: "
+                                               : "")
+                + "create a wallet in KWallet Manager and make it the default, or run a program that allows prompts in the "
+                + "desktop session (KWallet's new-wallet assistant asks for the wallet's type, \"Classic, blowfish encrypted "
+                + "file\", and its password); logging in to Plasma with pam_kwallet creates one by itself."
+        case .keepassxc:
+            return "Create one: in KeePassXC, open a database and expose a group under Database Settings > Secret Service "
+                + "Integration; the first exposed database is the default."
+        case .other:
+            return "Create one: " + (promptsOff ? "run a program that allows prompts in the desktop session once"
+                                                : "run the program again in the desktop session")
+                + " (the keyring service asks for the new keyring's password), or create a keyring in your keyring "
+                + "manager and make it the default."
+        }
+    }
 
     /// `collection` does not exist. For `.default`: "no default keyring exists yet" (no collection
     /// but an in-memory `session` one, as on a freshly started gnome-keyring) or "no keyring is set
-    /// as the default", with how to create one; `note` (in `detail`) says why none was created.
+    /// as the default", with how to create one on `provider`'s desktop; `why` (in `detail`) says
+    /// why none was created.
     package static func collectionNotFound(_ operation: String, _ collection: CollectionReference,
-                                           known: [SecretCollectionInfo], note: String? = nil) -> SecretServiceError {
+                                           known: [SecretCollectionInfo], provider: ProviderKind = .other,
+                                           why: NoDefaultCollection? = nil) -> SecretServiceError {
+        let note = why?.note
         let labels = known.map(\.label).filter { !$0.isEmpty }
         let listing = labels.isEmpty ? "." : "; it has: \(labels.joined(separator: ", "))."
         let message: String
@@ -136,7 +231,7 @@ extension SecretServiceError {
             let keyrings = known.filter { $0.path.rawValue.split(separator: "/").last != "session" }
             message = keyrings.isEmpty ? "No default keyring exists yet."
                 : "No keyring is set as the default; it has: \(keyrings.map { $0.label.isEmpty ? "(no label)" : $0.label }.joined(separator: ", "))."
-            fix = createDefaultAdvice
+            fix = createDefaultAdvice(provider, why)
         } else {
             message = "The keyring has no collection for \(collection.description)" + listing
             fix = "Choose another collection, or create this one in your keyring manager."

@@ -27,9 +27,11 @@ public struct SecretServiceError: Error, Sendable, Hashable, CustomStringConvert
         public static let collectionNotFound = Code("collectionNotFound")
         /// The collection or item is locked and was not unlocked (prompts disabled).
         public static let locked = Code("locked")
-        /// The user dismissed an unlock or confirmation prompt.
+        /// The person dismissed an unlock or confirmation prompt, or it could not be shown (no
+        /// display for the provider's prompts: the message says so, and why).
         public static let promptDismissed = Code("promptDismissed")
-        /// The call did not end before its deadline.
+        /// The call did not end before its deadline, or no one answered a prompt within its own
+        /// limit (``SecretServiceClient/Options/promptTimeout``: the message says so).
         public static let timedOut = Code("timedOut")
         /// The provider stopped answering: an earlier call to it got no reply at all by its deadline
         /// (while no prompt was open), and it has not answered since, a quick probe included. The

@@ -46,6 +46,8 @@ def start_kwalletd(password_file):
     listener.bind(sock_path)
     listener.listen(1)
     env = dict(os.environ, PAM_KWALLET5_LOGIN='1', QT_QPA_PLATFORM='offscreen')
+    if os.environ.get('DBUS_TEST_DISPLAY'):      # dbus-test/run --prompter: its dialogs on the display
+        env.update(QT_QPA_PLATFORM='xcb', DISPLAY=os.environ['DBUS_TEST_DISPLAY'])
     log = open(os.path.join(os.environ['DBUS_TEST_DIR'], 'provider.log'), 'ab')
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})   # inherited by kwalletd5
     daemon = subprocess.Popen(['kwalletd5', '--pam-login', str(pipe_r), str(listener.fileno())],

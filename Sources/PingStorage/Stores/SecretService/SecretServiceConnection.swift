@@ -95,22 +95,30 @@ final class SecretServiceConnection: Sendable {
     let client: SecretServiceClient?
     /// The Secret portal's answer, when given (tests of a file keyring); nil: ask the portal.
     private let givenPortalSecret: (@Sendable (Deadline) async throws(StorageFailure) -> [UInt8])?
+    /// The bus, whose prompts pause the place's deadlines (``deadline(timeout:)``).
+    private let bus: BusAddress
 
     /// The Secret Service (and Secret portal) on `bus`.
     convenience init(bus: KeychainConfiguration.Bus) {
         Log.forwardSecretServiceDiagnostics()
         let client = SecretServiceClient(bus: BusAddress(bus))
-        self.init(calls: ClientCalls(client: client, rememberedItems: RememberedItems()), client: client, portalSecret: nil)
+        self.init(calls: ClientCalls(client: client, rememberedItems: RememberedItems()), client: client, portalSecret: nil,
+                  bus: BusAddress(bus))
     }
 
     /// `calls` as the Secret Service (an in-memory one in tests); `portalSecret`, when given, as the
     /// Secret portal's answer.
     init(calls: any SecretServiceCalls, client: SecretServiceClient? = nil,
-         portalSecret: (@Sendable (Deadline) async throws(StorageFailure) -> [UInt8])? = nil) {
+         portalSecret: (@Sendable (Deadline) async throws(StorageFailure) -> [UInt8])? = nil, bus: BusAddress = .session) {
         self.calls = calls
         self.client = client
         self.givenPortalSecret = portalSecret
+        self.bus = bus
     }
+
+    /// A deadline `timeout` from now that stands still while a prompt of this process is on screen
+    /// on this bus (``PromptTime``).
+    func deadline(timeout: Duration) -> Deadline { PromptTime.deadline(timeout: timeout, on: bus) }
 
     /// The store of `configuration`'s items and keys here.
     func store(for configuration: KeychainConfiguration, boundKeys: BoundKeys) -> SecretServiceStore {
@@ -163,6 +171,15 @@ final class SecretServiceConnection: Sendable {
                               do throws(StorageFailure) { try await checkProvider(by: deadline) } catch { return false }
                               return true
                           })
+    }
+}
+
+extension KeyringProvider {
+    /// How to create a first keyring (a default collection) with the provider whose executable is
+    /// `executable`, for a program that may not prompt (ping-keyring's doctor): the library's own
+    /// advice, by provider.
+    package static func adviceForAFirstKeyring(executable: String?) -> String {
+        SecretServiceError.createDefaultAdvice(ProviderKind(executable: executable), .promptsOff)
     }
 }
 

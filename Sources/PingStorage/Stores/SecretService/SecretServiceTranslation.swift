@@ -54,6 +54,12 @@ extension KeychainError.Reason {
 }
 
 extension KeychainError {
+    /// Whether the keyring could not show its prompt here (over SSH, on a server): for
+    /// ping-keyring, which then says where its prompt does show.
+    package var isAPromptThatCouldNotBeShown: Bool {
+        failureReason?.hasPrefix(SecretServiceError.promptNotShownMessagePrefix) == true
+    }
+
     /// The failure a Secret Service client error stands for (see ``Reason/init(_:)``), as a read
     /// until the public entry point names the operation.
     init(_ error: SecretServiceError) {
@@ -89,6 +95,7 @@ extension SecretServiceClient.Options {
     init(_ configuration: KeychainConfiguration) {
         self.init(timeout: configuration.timeout, allowsPrompts: configuration.allowsPrompts,
                   allowsPlainTransport: configuration.allowsPlainTransport)
+        promptTimeout = configuration.promptTimeout
     }
 }
 
