@@ -16,12 +16,16 @@ extension Integration {
         /// a third process reads the account as A and as B in turn, again and again. No read as one
         /// app ever returns the other's value; after the round each reads its own, and the item no
         /// app owns is as it was.
+        /// Three client processes at once, on purpose: KeePassXC 2.7.4 may crash (SIGSEGV) as they
+        /// start, which is its own known bug (``Harness/withKnownKeePassXCCrashUnderConcurrentClients(_:)``).
         @Test func twoAppsSavingAtOnceOverAnItemNoAppOwnsNeverSeeEachOthersValue() async throws {
-            try await Self.raceRounds(20, storeLegacy: { account, value in
-                try SecretTool.store(label: "\(account) (1.x)", attributes: lookup(account), secret: Data(value.utf8))
-            }, itemsOf: { account in
-                try SecretTool.search(lookup(account)).map { ($0.storedAttributes[AppIdentity.attribute], $0.secret) }
-            }, clear: { account in try SecretTool.clear(lookup(account)) })
+            try await Harness.withKnownKeePassXCCrashUnderConcurrentClients {
+                try await Self.raceRounds(20, storeLegacy: { account, value in
+                    try SecretTool.store(label: "\(account) (1.x)", attributes: lookup(account), secret: Data(value.utf8))
+                }, itemsOf: { account in
+                    try SecretTool.search(lookup(account)).map { ($0.storedAttributes[AppIdentity.attribute], $0.secret) }
+                }, clear: { account in try SecretTool.clear(lookup(account)) })
+            }
         }
 
         /// The race of two apps over an item no app owns (`raceRounds`): `storeLegacy` writes that
