@@ -221,9 +221,13 @@ private func cutRelease(_ version: String, in clone: URL) async throws -> String
         .write(to: versionFile, atomically: true, encoding: .utf8)
     let changelogFile = clone.appendingPathComponent("CHANGELOG.md")
     let changelog = try String(contentsOf: changelogFile, encoding: .utf8)
-    try #require(changelog.contains("\n## [Unreleased]\n"))
-    try changelog.replacing("\n## [Unreleased]\n", with: "\n## [Unreleased]\n\n## [\(version)] - 2099-01-01\n", maxReplacements: 1)
-        .write(to: changelogFile, atomically: true, encoding: .utf8)
+    // The [Unreleased] section becomes the dated entry; on a release tip (no such section), the
+    // change's section is a new one above the newest entry.
+    let dated = changelog.contains("\n## [Unreleased]\n")
+        ? changelog.replacing("\n## [Unreleased]\n", with: "\n## [\(version)] - 2099-01-01\n", maxReplacements: 1)
+        : changelog.replacing("\n## [", with: "\n## [\(version)] - 2099-01-01\n\n- A change.\n\n## [", maxReplacements: 1)
+    try #require(dated != changelog)
+    try dated.write(to: changelogFile, atomically: true, encoding: .utf8)
     let list = clone.appendingPathComponent("RELEASES")
     try (try String(contentsOf: list, encoding: .utf8) + "\(version)\n").write(to: list, atomically: true, encoding: .utf8)
     try await git(identity + ["commit", "--quiet", "-am", "Release \(version)"], in: clone)
