@@ -72,6 +72,40 @@ extension Integration {
             #expect(polledReads >= rounds * 4, "the poller read during the rounds")
         }
 
+        /// An item that becomes the app's own while a process of the app runs (another program
+        /// gave it the app's attributes, as `ping-keyring apps move` does; KWallet and KeePassXC
+        /// set a new item's attributes after announcing it) is what that process reads next, not
+        /// the item no app owns that it read before. The provider announces only ItemChanged; the
+        /// attributes are set by Python's SecretStorage, a client we did not write.
+        @Test func anItemThatBecomesTheAppsOwnIsWhatARunningProcessReadsNext() async throws {
+            let account = uniqueAccount()
+            let service = KeychainConfiguration.defaultService
+            let elsewhere = account + "-elsewhere"
+            try SecretTool.store(label: "\(account) (1.x)", attributes: lookup(account), secret: Data(#""no app's""#.utf8))
+            try SecretTool.store(label: "elsewhere", attributes: lookup(elsewhere), secret: Data(#""the app's own""#.utf8))
+            defer { try? SecretTool.clear(lookup(account)); try? SecretTool.clear(lookup(elsewhere)) }
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("becomes-\(UUID().uuidString.prefix(8))").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let steps = "get\ntouch \(directory)/ready\nawait \(directory)/go\nget\n"
+            let environment = ProcessInfo.processInfo.environment.merging(["KEYCHAIN_PROBE_APP": Self.appA]) { $1 }
+            async let process = run(Harness.probePath, ["steps", account], input: Data(steps.utf8), environment: environment, timeout: 60)
+            while !FileManager.default.fileExists(atPath: "\(directory)/ready") { try await Task.sleep(for: .milliseconds(10)) }
+            let attributes = ["service": service, "account": account, "username": account, AppIdentity.attribute: Self.appA]
+            let given = try await run("/usr/bin/python3", ["-c", """
+                import secretstorage, sys
+                collection = secretstorage.get_default_collection(secretstorage.dbus_init())
+                items = list(collection.search_items({'service': \(pythonLiteral(service)), 'account': \(pythonLiteral(elsewhere))}))
+                if len(items) != 1: sys.exit('found %d items' % len(items))
+                items[0].set_attributes({\(attributes.map { "\(pythonLiteral($0.key)): \(pythonLiteral($0.value))" }.joined(separator: ", "))})
+                """])
+            #expect(given.status == 0, "\(given.stderr)")
+            _ = FileManager.default.createFile(atPath: "\(directory)/go", contents: nil)
+            let result = try await process
+            #expect(result.output.split(separator: "\n").filter { $0 != "ok" } == ["no app's", "the app's own"], "\(result.stderr)")
+            try? SecretTool.clear(["service": service, "account": account])
+        }
+
         /// After the app has saved, an item no app owns that is newer (Python keyring's, or
         /// secret-tool's with an attribute of its own) is not what the app reads, and the app's next
         /// save does not write into it; one that is not JSON breaks nothing for the app, whose

@@ -48,6 +48,10 @@ final class FakeSecretService: SecretServiceCalls {
         var creatorAfterSearch: [String: String]?
         /// When set, the next createItem waits until the test opens it (a call in flight).
         var holdNextCreate: Hold?
+        /// Items the next search that names the app (`pingstorage-app`) does not return, while the
+        /// other searches do and every answer carries the same token: answers of different moments
+        /// that their tokens do not tell apart (a provider that announces a creation late).
+        var missedByTheNextSearchOfTheApp: Set<ItemPath> = []
     }
     let state = Locked(State())
     let collectionPath = try! ObjectPath("/org/freedesktop/secrets/collection/login")
@@ -153,6 +157,11 @@ final class FakeSecretService: SecretServiceCalls {
             return Array(state.announced[Int(mark.count)...])
         }
     }
+    /// The fake counts changes apart from its announcements: it can tell only that nothing was
+    /// announced between two equal tokens.
+    func announcements(between earlier: ChangeToken, and later: ChangeToken) -> [ItemAnnouncement]? {
+        later.changes(since: earlier) == 0 ? [] : nil
+    }
     var announcesSecretChanges: Bool? { state.withLock { $0.announcesSecretChanges } }
 
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult {
@@ -169,8 +178,12 @@ final class FakeSecretService: SecretServiceCalls {
                 state.changes += 1
                 return answer
             }
-            let paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
+            var paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
                 .keys.sorted()
+            if attributes[AppIdentity.attribute] != nil, !state.missedByTheNextSearchOfTheApp.isEmpty {
+                paths.removeAll { state.missedByTheNextSearchOfTheApp.contains($0) }
+                state.missedByTheNextSearchOfTheApp = []
+            }
             return state.collectionLocked ? SecretSearchResult(unlocked: [], locked: paths, changeToken: token(state))
                                           : SecretSearchResult(unlocked: paths, locked: [], changeToken: token(state))
         }

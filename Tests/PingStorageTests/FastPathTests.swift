@@ -14,13 +14,25 @@ private let ownLookup = lookupAttributes.merging([AppIdentity.attribute: AppIden
 struct FastPathTests {
     @Test func aSecondGetReadsTheRememberedItemWithoutSearching() async throws {
         let fake = FakeSecretService()
-        _ = fake.seed(attributes: lookupAttributes, secret: #""v""#)
+        _ = fake.seed(attributes: ownLookup, secret: #""v""#)
         let keychain = storage(fake)
         #expect(try await keychain.get() == "v")
         let searches = fake.searches
         #expect(try await keychain.get() == "v")
         #expect(try await storage(fake).get() == "v", "another instance for the same account shares it")
         #expect(fake.searches == searches, "no search once the item is known")
+    }
+
+    /// An item no app owns is never remembered: the app's own item may appear through an attribute
+    /// change a provider does not announce (KWallet), and from then on the other must not be read.
+    @Test func anItemNoAppOwnsIsLookedForAgainOnEveryGet() async throws {
+        let fake = FakeSecretService()
+        _ = fake.seed(attributes: lookupAttributes, secret: #""no app's""#)
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "no app's")
+        let searches = fake.searches
+        #expect(try await keychain.get() == "no app's")
+        #expect(fake.searches > searches, "searched again")
     }
 
     @Test func anItemCreatedByAnotherClientIsSeenAtOnce() async throws {

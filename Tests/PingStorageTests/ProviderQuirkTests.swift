@@ -88,4 +88,18 @@ struct ProviderQuirkTests {
         #expect(item.label == "acct (com.pingidentity.keychainService)")
         #expect(item.secret.bytes == Data(#""ours""#.utf8))
     }
+
+    /// The search for the app's own items misses one that the wider searches (service and
+    /// account, service and username) find, and all three answers carry the same token: they are
+    /// not of one moment, whatever the token says. The read takes the app's own item, and the item
+    /// no app owns is not remembered as the account's (every later read would have returned it).
+    @Test func anItemOfTheAppsOwnFoundOnlyByTheWiderSearchesIsTheAppsOwn() async throws {
+        let fake = FakeSecretService()
+        fake.seed(attributes: lookupAttributes, secret: #""no app's""#)
+        let own = fake.seed(attributes: ownLookup.merging(["username": "acct"]) { $1 }, secret: #""the app's own""#)
+        fake.state.withLock { $0.missedByTheNextSearchOfTheApp = [own] }
+        let keychain = storage(fake)
+        #expect(try await keychain.get() == "the app's own")
+        #expect(try await keychain.get() == "the app's own")
+    }
 }

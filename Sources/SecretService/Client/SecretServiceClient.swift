@@ -152,6 +152,16 @@ public final class SecretServiceClient: Sendable {
         link.connection?.traffic.announcements(since: mark)
     }
 
+    /// What was announced between two change tokens of the open connection (one announcement per
+    /// change, ``ChangeToken``), without any D-Bus traffic; nil when they are not this connection's,
+    /// `later` is before `earlier`, or some of those announcements are no longer kept.
+    public func announcements(between earlier: ChangeToken, and later: ChangeToken) -> [ItemAnnouncement]? {
+        guard let count = later.changes(since: earlier),
+              let heard = link.connection?.traffic.announcements(since: AnnouncementMark(connection: earlier.connection, count: earlier.count)),
+              heard.count >= count else { return nil }
+        return Array(heard.prefix(Int(count)))
+    }
+
     // MARK: The service
 
     /// Who provides the Secret Service, and the negotiated transport. Opens the connection.

@@ -14,13 +14,13 @@ import Locking
 final class ProviderTraffic: BusObserver {
     private struct State {
         var owner: String?
-        var changes: UInt64 = 0
         /// Prompts awaited on this connection: how many, and when the last one was.
         var promptsAwaited: UInt64 = 0
         var lastPrompt: ContinuousClock.Instant?
         /// The provider that stopped answering, if it has (the one record of its health).
         var silence: ProviderSilence?
-        /// What the provider announced about items (``ItemAnnouncement``), and the losses.
+        /// What the provider announced about items and collections (``ItemAnnouncement``), and the
+        /// losses: its count is the count behind ``ChangeToken``, one announcement per change.
         var announcements = AnnouncementLog()
     }
 
@@ -38,7 +38,7 @@ final class ProviderTraffic: BusObserver {
     var owner: String? { state.withLock { $0.owner } }
 
     /// The change token now.
-    var token: ChangeToken { state.withLock { ChangeToken(connection: connectionID, count: $0.changes) } }
+    var token: ChangeToken { state.withLock { ChangeToken(connection: connectionID, count: $0.announcements.count) } }
 
     /// How far the announcements have come now.
     var announcementMark: AnnouncementMark {
@@ -56,7 +56,6 @@ final class ProviderTraffic: BusObserver {
         state.withLock { state in
             if state.owner != owner {
                 state.owner = owner
-                state.changes += 1
                 state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
             }
         }
@@ -91,19 +90,19 @@ final class ProviderTraffic: BusObserver {
             guard signal.sender == state.owner else { return }
             state.silence = nil  // it speaks
             switch (signal.interface, signal.member) {
-            case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"):
-                state.changes += 1
-                state.announcements.append(Self.announcement(signal))
-            case ("org.freedesktop.Secret.Collection", "ItemChanged"):
-                // Not a change of which items exist (the token's count), but of one item's secret,
-                // label or attributes: KWallet and KeePassXC announce a SetSecret so, GNOME Keyring
-                // does not (ProviderQuirks.announcesSecretChanges).
+            case ("org.freedesktop.Secret.Collection", "ItemCreated"), ("org.freedesktop.Secret.Collection", "ItemDeleted"),
+                 ("org.freedesktop.Secret.Collection", "ItemChanged"):
+                // ItemChanged counts as much as the other two: it does not say what changed, and
+                // an item whose attributes changed may now be found, or no longer found, by a
+                // search (KeePassXC announces a new item's attributes after the item; `ping-keyring
+                // apps move` gives an item to another app). KWallet and KeePassXC also announce a
+                // SetSecret so, GNOME Keyring does not (ProviderQuirks.announcesSecretChanges).
                 state.announcements.append(Self.announcement(signal))
             case ("org.freedesktop.Secret.Service", let member) where member.hasPrefix("Collection"):
                 // CollectionCreated/Deleted/Changed (lock state among others): KWallet, locked,
                 // still answers GetSecret with an empty secret, so nothing learned about a
                 // collection's items survives this.
-                state.changes += 1
+                state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
             default:
                 break
             }
@@ -139,7 +138,6 @@ final class ProviderTraffic: BusObserver {
 
     func closed() {
         state.withLock { state in
-            state.changes += 1
             state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
         }
     }
@@ -161,7 +159,6 @@ final class ProviderTraffic: BusObserver {
     private func ownerChanged(from oldOwner: String, to newOwner: String) {
         state.withLock { state in
             state.owner = newOwner.isEmpty ? nil : newOwner
-            state.changes += 1
             state.silence = nil
             state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
         }

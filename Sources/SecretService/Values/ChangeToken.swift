@@ -1,12 +1,16 @@
 import DBusTransport
 /// What a client has seen change, as a count: it advances whenever the provider announces that an
-/// item was created or deleted or a collection changed (its lock state among others), whenever
-/// the provider process changes, and it starts afresh with every new connection.
+/// item was created, changed (its secret, label or attributes: the announcement does not say
+/// which) or deleted, or that a collection changed (its lock state among others), whenever the
+/// provider process changes, and it starts afresh with every new connection. It is the count of
+/// the connection's announcements (``ItemAnnouncement``): one per change.
 ///
-/// Calls return the token current when their answer arrived. The provider announces a change
-/// before it answers the call that caused it, and the client counts announcements in the order
-/// they arrive, so two tokens tell whether anything was created, deleted or (un)locked in between:
-/// a cache of "which item holds what" is valid exactly while the token has not moved.
+/// Calls return the token current when their answer arrived. GNOME Keyring and KWallet announce a
+/// change before they answer the call that caused it, and the client counts announcements in the
+/// order they arrive, so two tokens tell whether anything was created, changed, deleted or
+/// (un)locked in between: a cache of "which item holds what" is valid exactly while the token has
+/// not moved. KeePassXC announces after answering: there a change is told once its announcement
+/// has arrived, moments after the answer to the call that made it.
 public struct ChangeToken: Sendable, Hashable, CustomStringConvertible {
     /// Which connection counted (a random number per connection).
     package let connection: UInt64

@@ -7,7 +7,9 @@ public struct ItemAnnouncement: Sendable, Hashable {
     /// What happened.
     public enum Kind: Sendable, Hashable {
         case created, changed, deleted
-        /// Announcements may have been missed from here on: anything may have changed.
+        /// Announcements may have been missed from here on (the connection closed, the provider
+        /// changed hands), or a collection changed (its lock state among others): anything may have
+        /// changed.
         case lost
     }
 

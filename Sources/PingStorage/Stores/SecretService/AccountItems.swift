@@ -46,7 +46,9 @@ struct AccountItems: Sendable {
     /// no `account`). Items found only by the last two are read to tell the account's items no app
     /// owns from other apps' (``AccountRules/ownership(of:)``): only when the app has no item of its
     /// own, or when `lookingPastOwn` (a delete removes them too). When the answers do not describe
-    /// the same moment (something changed between them), they are asked again.
+    /// the same moment (their tokens differ, or the wider searches found an item of the app's own
+    /// that the first did not), they are asked again, three times at most; answers that still
+    /// disagree carry no token, so nothing is remembered from them.
     func accountItems(lookingPastOwn: Bool = false) async throws(SecretServiceError) -> FoundItems {
         var attempt = 0
         while true {
@@ -78,13 +80,25 @@ struct AccountItems: Sendable {
             }
             var unowned: [ItemPath] = []
             var known: [ItemPath: SecretItemInfo] = [:]
+            var ownFoundPast: [ItemPath] = []
             for path in candidates {
                 let info = try await backend.itemInfo(path)
-                // The app's own item found only past the first search (created meanwhile) is left
-                // to the next search: the answers were not of one moment, and the token says so.
-                guard rules.ownership(of: info.attributes) == .unowned else { continue }
-                known[path] = info
-                unowned.append(path)
+                switch rules.ownership(of: info.attributes) {
+                case .unowned:
+                    known[path] = info
+                    unowned.append(path)
+                case .own:
+                    ownFoundPast.append(path)
+                case nil:
+                    continue
+                }
+            }
+            // An item of the app's own that only the wider searches found: the answers were not of
+            // one moment, whatever the tokens say (a provider's announcement of the creation may
+            // come after its answers). Taken for the app's own on the last attempt.
+            if !ownFoundPast.isEmpty {
+                if attempt < 3 { continue }
+                return FoundItems(own: own + ownFoundPast, unowned: unowned, known: known, token: nil)
             }
             // Items taken that were locked: unlock them the way findItems unlocked ours.
             if others.locked.contains(where: { known[$0] != nil }) {
@@ -148,11 +162,14 @@ struct AccountItems: Sendable {
     func create(_ value: SecretValue, after found: FoundItems) async throws(SecretServiceError) {
         let created = try await calls.createItem(in: CollectionReference(rules.collection), label: rules.label, attributes: rules.itemAttributes,
                                                  secret: value, replacing: false)
-        // Our own ItemCreated arrives before the answer to CreateItem: one change since the search
-        // means nothing else was created or deleted in between, so the item is the app's only one.
-        // A process creating the account after us sees our ItemCreated, and collapses the two.
+        calls.rememberedItems.recordOwnItem(created.path)
+        // GNOME Keyring announces our ItemCreated, alone, before its answer to CreateItem: one
+        // change since the search means nothing else happened in between, so the item is the
+        // app's only one. (KWallet announces the creation four times, KeePassXC after answering:
+        // there the account is searched again.) A process creating the account after us sees our
+        // ItemCreated, and collapses the two.
         if let searchToken = found.token, created.changeToken.changes(since: searchToken) == 1 {
-            calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken, isOwn: true,
+            calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken,
                                                          isComplete: true, unowned: found.unowned,
                                                          digest: RememberedItems.digest(value.bytes))
             calls.rememberedItems.recordOwnItemCreation(from: searchToken, to: created.changeToken)
@@ -194,20 +211,35 @@ struct AccountItems: Sendable {
         return known
     }
 
-    /// Remembers `item`, the one a read takes, when it was the only one to choose from and nothing
-    /// changed between the search and `answer` (with duplicates, or after a change, the next call
-    /// searches again).
+    /// Remembers `item`, the one a read takes, when it is the app's own, it was the only one to
+    /// choose from, and nothing changed between the search and `answer` (with duplicates, or after
+    /// a change, the next call searches again). An item no app owns is never remembered: the app's
+    /// own item may appear through an attribute change that a provider does not announce (KWallet
+    /// announces none for `Attributes` set), and from then on the item no app owns must not be read.
     func remember(_ item: SecretItemInfo, found: FoundItems, answeredAt answer: ChangeToken, holding bytes: Data) {
-        guard found.readable == [item.path], let token = found.token, answer.isUnchanged(since: token) else {
+        guard found.own == [item.path], let token = found.token, answer.isUnchanged(since: token) else {
             forget()
             return
         }
-        let isOwn = found.own == [item.path]
-        calls.rememberedItems[rules.lockKey] = .init(path: item.path, token: token, isOwn: isOwn, isComplete: isComplete(item),
-                                                     unowned: isOwn ? found.unowned : [], digest: RememberedItems.digest(bytes))
+        calls.rememberedItems[rules.lockKey] = .init(path: item.path, token: token, isComplete: isComplete(item),
+                                                     unowned: found.unowned, digest: RememberedItems.digest(bytes))
     }
 
     func forget() { calls.rememberedItems[rules.lockKey] = nil }
+
+    /// Keeps the remembered item valid after this process's own write into it (`path`), answered
+    /// at `answer`: when all that was announced since it was found is about that item (our own
+    /// SetSecret's ItemChanged, which KWallet sends twice before answering), it is re-stamped at
+    /// `answer`, so the write does not cost the next call a search. (KeePassXC announces after
+    /// answering: its ItemChanged then moves the token, and the next call searches.) Another
+    /// client changing that same item within the write's round trip is not told apart from ours.
+    func keepRemembered(afterWritingTo path: ItemPath, answeredAt answer: ChangeToken) {
+        guard var known = calls.rememberedItems[rules.lockKey], known.path == path,
+              let heard = calls.announcements(between: known.token, and: answer),
+              heard.allSatisfy({ $0.kind == .changed && $0.item == path }) else { return }
+        known.token = answer
+        calls.rememberedItems[rules.lockKey] = known
+    }
 
     // MARK: Reading and writing
 
@@ -226,12 +258,11 @@ struct AccountItems: Sendable {
         }
     }
 
-    /// Writes through the remembered item, the app's own (``RememberedItems/Entry/isOwn``): whether
+    /// Writes through the remembered item, the app's own (``RememberedItems/Entry/path``): whether
     /// it wrote (false: the item held the value already, by `holds`), or nil when the remembered
     /// item turned out stale.
     func writeRemembered(_ known: RememberedItems.Entry, _ value: SecretValue,
                          _ holds: (Data) -> Bool) async throws(SecretServiceError) -> Bool? {
-        guard known.isOwn else { return nil }
         do {
             var current = try await calls.secret(of: known.path)
             defer { current.value.bytes.wipe() }
@@ -242,8 +273,9 @@ struct AccountItems: Sendable {
                 calls.rememberedItems.saw(current.value.bytes, at: known.path, for: rules.lockKey)
                 return false
             }
-            _ = try await calls.setSecret(value, of: known.path)
+            let written = try await calls.setSecret(value, of: known.path)
             calls.rememberedItems.saw(value.bytes, at: known.path, for: rules.lockKey)
+            keepRemembered(afterWritingTo: known.path, answeredAt: written)
             return true
         } catch where error.code == .itemNotFound {
             forget()

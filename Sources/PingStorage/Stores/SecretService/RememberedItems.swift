@@ -12,12 +12,11 @@ internal import SecretService
 /// were this connection's own creations of account items.
 final class RememberedItems: Sendable {
     struct Entry: Sendable {
-        /// The item a read of the account takes.
+        /// The item a read of the account takes: always the app's own (an item no app owns is never
+        /// remembered, ``AccountItems/remember(_:found:answeredAt:holding:)``), so a save may write
+        /// through it.
         var path: ItemPath
         var token: ChangeToken
-        /// Whether the item is the app's own: a save writes through it only then (never into an
-        /// item no app owns, ``AccountRules``).
-        var isOwn: Bool
         /// Whether the item already carries our attributes and label (else a write adds them).
         var isComplete: Bool
         /// The account's items no app owns besides it, which a delete removes too; nil when not
@@ -31,6 +30,8 @@ final class RememberedItems: Sendable {
     /// Token before → token after, for each creation of an account item that was the only change
     /// at its moment (see `recordOwnItemCreation`).
     private let ownItemCreations = Locked<[ChangeToken: ChangeToken]>([:])
+    /// The account items this connection created (``isOwnCreation(_:)``), the latest 256.
+    private let ownCreatedItems = Locked<[ItemPath]>([])
 
     subscript(key: String) -> Entry? {
         get { entries.withLock { $0[key] } }
@@ -59,6 +60,17 @@ final class RememberedItems: Sendable {
             creations[before] = after
         }
     }
+
+    /// Records that this connection created the account item at `path`.
+    func recordOwnItem(_ path: ItemPath) {
+        ownCreatedItems.withLock { items in
+            if items.count >= 256 { items.removeFirst() }  // bounded: a forgotten one only costs a search
+            items.append(path)
+        }
+    }
+
+    /// Whether this connection created the account item at `path` (an account item is never a key item).
+    func isOwnCreation(_ path: ItemPath) -> Bool { ownCreatedItems.withLock { $0.contains(path) } }
 
     /// Whether nothing but this connection's own account items was created between `earlier` and
     /// `now`: then no key item appeared or vanished, and a key chosen or found at `earlier` still

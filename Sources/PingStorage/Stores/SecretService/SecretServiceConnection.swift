@@ -23,6 +23,9 @@ protocol SecretServiceCalls: Sendable {
     var announcementMark: AnnouncementMark? { get }
     /// The item announcements heard since `mark`; nil when they cannot be told.
     func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]?
+    /// What was announced between two change tokens (one announcement per change); nil when it
+    /// cannot be told.
+    func announcements(between earlier: ChangeToken, and later: ChangeToken) -> [ItemAnnouncement]?
     /// Whether the provider announces a SetSecret (nil: no session open yet).
     var announcesSecretChanges: Bool? { get }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult
@@ -55,6 +58,9 @@ struct ClientCalls: SecretServiceCalls {
     var currentChangeToken: ChangeToken? { client.currentChangeToken }
     var announcementMark: AnnouncementMark? { client.announcementMark }
     func announcements(since mark: AnnouncementMark) -> [ItemAnnouncement]? { client.announcements(since: mark) }
+    func announcements(between earlier: ChangeToken, and later: ChangeToken) -> [ItemAnnouncement]? {
+        client.announcements(between: earlier, and: later)
+    }
     var announcesSecretChanges: Bool? { client.announcesSecretChanges }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult {
         try await client.findItems(matching: attributes, in: collection)

@@ -80,10 +80,18 @@ extension SecretServiceStore {
     }
 
     /// Whether the key items are as they were at `token`: nothing changed since, or only account
-    /// items this connection created (a save of a new account must not cost a key search).
+    /// items this connection created (a save of a new account must not cost a key search), or
+    /// items announced as changed that are not the key items known (KWallet and KeePassXC announce
+    /// every SetSecret: a save must not cost a key search either).
     func keysUnchanged(since moment: StoreMoment?) -> Bool {
         guard let token = moment?.changeToken, let now = calls.currentChangeToken else { return false }
-        return calls.rememberedItems.onlyOwnItemsCreated(since: token, now: now)
+        if calls.rememberedItems.onlyOwnItemsCreated(since: token, now: now) { return true }
+        guard let heard = calls.announcements(between: token, and: now) else { return false }
+        let keyItems = Set(knownKeys.withLock { $0.values.map(\.path) })
+        return heard.allSatisfy { announcement in
+            guard let item = announcement.item, !keyItems.contains(item) else { return false }
+            return announcement.kind == .changed || (announcement.kind == .created && calls.rememberedItems.isOwnCreation(item))
+        }
     }
 
     /// The app's oldest key of the kind asked for that opens, or fails for another reason than

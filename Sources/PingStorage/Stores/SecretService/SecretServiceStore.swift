@@ -64,7 +64,7 @@ struct SecretServiceStore: KeyringStore {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
         let value = stored.secretValue
         return try await run { () async throws(SecretServiceError) in
-            if let known = items.rememberedItem(), known.isOwn, known.isComplete,
+            if let known = items.rememberedItem(), known.isComplete,
                let wrote = try await items.writeRemembered(known, value, holds) {
                 return wrote
             }
@@ -77,8 +77,9 @@ struct SecretServiceStore: KeyringStore {
                 var (target, current) = try await items.chosenWithSecret(found.own, of: found, for: .toKeep)
                 defer { current.value.bytes.wipe() }
                 let wrote = !holds(current.value.bytes)
+                var written: ChangeToken?
                 if wrote {
-                    _ = try await items.calls.setSecret(value, of: target.path)
+                    written = try await items.calls.setSecret(value, of: target.path)
                 }
                 if !items.isComplete(target) {
                     Log.info("Account '\(account.account)': giving the app's item \(target.path) PingStorage's label and attributes")
@@ -93,6 +94,7 @@ struct SecretServiceStore: KeyringStore {
                 completed.attributes = target.attributes.merging(account.itemAttributes) { $1 }
                 items.remember(completed, found: found, answeredAt: current.changeToken,
                                holding: wrote ? value.bytes : current.value.bytes)
+                if let written { items.keepRemembered(afterWritingTo: target.path, answeredAt: written) }
                 return wrote
             }
         }
