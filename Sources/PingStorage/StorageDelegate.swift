@@ -14,9 +14,9 @@ import Waiting
 /// command-line helper) reaches a cached `get` at once where the keyring announces it (KWallet,
 /// KeePassXC, a file keyring in a sandbox), and within 50 ms where it does not (GNOME Keyring
 /// announces no secret written in place): the item is then checked by reading it once, and a
-/// changed or deleted item drops the cache, so the `get` reads the keyring. A lost connection or a
-/// provider that restarted is checked the same way. Between checks a cached `get` costs what it
-/// did: no D-Bus, no file I/O. A storage written for iOS caches as on iOS.
+/// changed or deleted item is read from the keyring, which is then what the cache holds. A lost
+/// connection or a provider that restarted is checked the same way. Between checks a cached `get`
+/// costs what it did: no D-Bus, no file I/O. A storage written for iOS caches as on iOS.
 ///
 /// `@unchecked Sendable`: the class is `open` (so it cannot be checked `Sendable`), and its own
 /// state is immutable except for the cache, which is a `Locked` value. Subclasses must keep their own
@@ -88,8 +88,18 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
         case .NO_CACHE:
             return try await delegate.get()
         case .CACHE:
-            if let cached = cache.withLock({ $0 }), let item = cached.item, await isCurrent(cached) { return item }
-            return try await delegate.get()
+            guard let cached = cache.withLock({ $0 }), let item = cached.item else { return try await delegate.get() }
+            if await isCurrent(cached) { return item }
+            // Another process changed the item: what the keyring holds now is cached in its place
+            // (a stale cache is replaced, not left empty for the rest of the process).
+            return try await serially {
+                let heard = validator?.cacheStamp()
+                let item = try await delegate.get()
+                cache.withLock { cached in
+                    cached = Cached(item: item, stamp: heard.map { CacheStamp(heard: $0, checked: .now) }, save: (cached?.save ?? 0) &+ 1)
+                }
+                return item
+            }
         case .CACHE_ON_FAILURE:
             do {
                 // Serialized with saves: a read that started before a save must not put the old
@@ -122,7 +132,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
     /// Whether `cached` is current: always for a delegate that no other process changes; else
     /// when nothing was heard since it was last known current, recently (no I/O), or when a check
     /// says so (then it is known current from now). A cache found stale is dropped, unless a save
-    /// replaced it meanwhile.
+    /// replaced it meanwhile (the `get` that found it stale then caches what it reads).
     nonisolated(nonsending) private func isCurrent(_ cached: Cached) async -> Bool {
         guard let validator else { return true }
         let heardNow = validator.cacheStamp()

@@ -64,4 +64,19 @@ struct CacheAcrossProcessesTests {
         fake.otherProcessWrites(Data("\"y\"".utf8), at: try #require(fake.items.first { $0.value.attributes["account"] == "other" }?.key))
         #expect(try await storage.get() == "ours")
     }
+
+    /// After another process's save, or another item's creation, has made the cache stale, the value
+    /// read from the keyring is what the cache holds: the gets after it read nothing (a cache
+    /// dropped for good would read the keyring on every get for the rest of the process).
+    @Test func aStaleCacheIsReplacedByWhatTheKeyringHolds() async throws {
+        let fake = FakeSecretService()
+        let storage = cachedStorage(fake)
+        try await storage.save(item: "ours")
+        fake.otherProcessWrites(Data("\"theirs\"".utf8), at: try ourItem(fake))
+        fake.seed(attributes: ["service": "elsewhere", "account": "x"], secret: "created meanwhile")
+        #expect(try await storage.get() == "theirs")
+        let reads = fake.reads
+        for _ in 0..<5 { #expect(try await storage.get() == "theirs") }
+        #expect(fake.reads == reads, "the gets after it read nothing")
+    }
 }
