@@ -59,10 +59,10 @@ public struct SecuredKeyEncryptor: ContextualEncryptor {
     /// The encryptor of `configuration` in `runtime`'s place for it (tests give their own runtime).
     init?(configuration: KeychainConfiguration, runtime: KeychainRuntime) {
         let resolved = configuration.resolvingApp()
-        self.init(vault: runtime.place(for: resolved).vault(for: resolved))
+        self.init(vault: runtime.vault(for: resolved))
     }
 
-    /// The encryptor whose keys are `vault`'s (``KeychainPlace/vault(for:)``).
+    /// The encryptor whose keys are `vault`'s (``KeychainRuntime/vault(for:)``).
     init?(vault: KeyVault) {
         guard CryptoLibrary.initialize() else { return nil }
         self.vault = vault

@@ -383,7 +383,7 @@ extension KeyVault {
                    timeout: Duration = .seconds(25)) -> KeyVault {
         let configuration = KeychainConfiguration(collection: collection, timeout: timeout, backend: .secretService,
                                                   app: AppIdentity.current.id, keyBinding: .none)
-        return KeychainRuntime(backend).place(for: configuration).vault(for: configuration)
+        return KeychainRuntime(backend).vault(for: configuration)
     }
 
     /// The key new data is sealed with, by the vault's own deadline (tests).

@@ -65,7 +65,7 @@ actor KeyVault {
     }
 
     /// The vault of `configuration` (a resolved one: its app is set) in `place`
-    /// (``KeychainPlace/vault(for:)`` makes one per configuration).
+    /// (``KeychainRuntime/vault(for:)`` makes one per configuration).
     init(place: KeychainPlace, configuration: KeychainConfiguration) {
         self.place = place
         self.configuration = configuration

@@ -4,7 +4,8 @@ import Waiting
 
 /// Where the items of configurations with one backend setting, bus and collection are kept, and
 /// everything that place owns: its Secret Service connection, its file keyring, the store each
-/// service opened, the key vaults of its apps, its account locks and its bound-key memo.
+/// service opened, its account locks and its bound-key memo. (The key vaults of its apps hold the
+/// place, so its runtime keeps them: ``KeychainRuntime/vault(for:)``.)
 ///
 /// **Opening is a step of its own** (``openStore(for:by:)``): a storage's first call opens the place
 /// for its service. Outside a sandbox, or when a setting names the backend, that costs no I/O. In a
@@ -41,7 +42,6 @@ final class KeychainPlace: Sendable {
     private let openings = RememberedReads<OpeningKey, Opened, StorageFailure>(timekeeper: .light)
     /// The file keyring of the place, once the rule named one (one per place: its path is fixed).
     private let file = Locked<FileKeychain?>(nil)
-    private let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
 
     init(backend: KeychainConfiguration.Backend, bus: KeychainConfiguration.Bus, collection: KeychainConfiguration.Collection,
          runtime: KeychainRuntime) {
@@ -169,19 +169,6 @@ final class KeychainPlace: Sendable {
         case .copied, .finished: Log.info(message)
         case .hostUnreachable(let pending) where pending > 0: Log.info(message)
         case .alreadyDone, .hostUnreachable: Log.debug(message)
-        }
-    }
-
-    // MARK: Key vaults
-
-    /// The key vault of `configuration` (its app, binding and policies: a resolved configuration),
-    /// shared by every encryptor using it (keys load once).
-    func vault(for configuration: KeychainConfiguration) -> KeyVault {
-        vaults.withLock { vaults in
-            if let vault = vaults[configuration] { return vault }
-            let vault = KeyVault(place: self, configuration: configuration)
-            vaults[configuration] = vault
-            return vault
         }
     }
 }

@@ -3,7 +3,8 @@ import Waiting
 
 /// The one object that hands out the places where configurations keep their items: one
 /// ``KeychainPlace`` per (backend, bus, collection), each owning what it needs (its Secret Service
-/// connection, its file keyring, its opened stores, key vaults, account locks and bound-key memo).
+/// connection, its file keyring, its opened stores, account locks and bound-key memo), and the key
+/// vault of each configuration that encrypts (``vault(for:)``), which holds its place.
 ///
 /// The process has one, ``process``, which every storage and encryptor uses unless given another;
 /// besides it, PingStorage keeps no process-wide state but the app identity (``AppIdentity/set(_:)``)
@@ -28,6 +29,9 @@ package final class KeychainRuntime: Sendable {
         let collection: KeychainConfiguration.Collection
     }
     private let places = Locked<[PlaceKey: KeychainPlace]>([:])
+    /// Kept here, not in the place: a vault holds its place, and a place holding its vaults would
+    /// never be freed (a test's runtime, and everything it opened, would live until the process ends).
+    private let vaults = Locked<[KeychainConfiguration: KeyVault]>([:])
 
     /// A runtime whose places reach the Secret Service through `makeSecretService`.
     init(makeSecretService: @escaping @Sendable (KeychainConfiguration.Bus) -> SecretServiceConnection = SecretServiceConnection.init(bus:)) {
@@ -43,6 +47,18 @@ package final class KeychainRuntime: Sendable {
             let created = KeychainPlace(backend: key.backend, bus: key.bus, collection: key.collection, runtime: self)
             places[key] = created
             return created
+        }
+    }
+
+    /// The key vault of `configuration` (its app, binding and policies: a resolved configuration)
+    /// in its place, shared by every encryptor using it (keys load once).
+    func vault(for configuration: KeychainConfiguration) -> KeyVault {
+        let place = place(for: configuration)
+        return vaults.withLock { vaults in
+            if let vault = vaults[configuration] { return vault }
+            let vault = KeyVault(place: place, configuration: configuration)
+            vaults[configuration] = vault
+            return vault
         }
     }
 }

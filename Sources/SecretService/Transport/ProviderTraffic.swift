@@ -29,10 +29,14 @@ final class ProviderTraffic: BusObserver {
     let connectionID = UInt64.random(in: 1...UInt64.max)
     private let state = Locked(State())
     /// The router of the connection, to end what waits on a provider that left (set once, right
-    /// after the connection opens and before any call is sent).
-    private let router = Locked<MessageRouter?>(nil)
+    /// after the connection opens and before any call is sent). Weak: the router holds its
+    /// observer, this traffic, and the connection holds the router.
+    private let router = Locked<WeakRouter>(WeakRouter())
+    private struct WeakRouter: Sendable {
+        weak var router: MessageRouter?
+    }
 
-    func attach(_ router: MessageRouter) { self.router.withLock { $0 = router } }
+    func attach(_ router: MessageRouter) { self.router.withLock { $0.router = router } }
 
     /// The provider's unique name as last reported by the bus.
     var owner: String? { state.withLock { $0.owner } }
@@ -119,7 +123,7 @@ final class ProviderTraffic: BusObserver {
     /// A call got no reply by its deadline: the provider is recorded as silent when the call went
     /// to it and no prompt was open at any time since it was sent (``ProviderSilence``).
     func noReply(to call: MessageRouter.PendingReply) {
-        let promptOpen = router.withLock { $0 }?.isAwaiting(interface: "org.freedesktop.Secret.Prompt") ?? false
+        let promptOpen = router.withLock { $0.router }?.isAwaiting(interface: "org.freedesktop.Secret.Prompt") ?? false
         state.withLock { state in
             let waited = "got no reply within \((ContinuousClock.now - call.sent).secondsText)"
             let promptSince = promptOpen || state.lastPrompt.map { $0 >= call.sent } == true
@@ -162,7 +166,7 @@ final class ProviderTraffic: BusObserver {
             state.silence = nil
             state.announcements.append(ItemAnnouncement(kind: .lost, item: nil))
         }
-        guard !oldOwner.isEmpty, let router = router.withLock({ $0 }) else { return }
+        guard !oldOwner.isEmpty, let router = router.withLock({ $0.router }) else { return }
         router.fail(awaitingFrom: oldOwner) { operation in
             BusError(.closed, operation: operation, text: "\(oldOwner) left the bus before it answered")
         }
