@@ -75,11 +75,17 @@ package final class BusConnection: Sendable {
                 })
             }
         }
-        let bus = await withCheckedContinuation { continuation in
+        // Made on the loop thread and handed over through a lock, not through the continuation
+        // alone: the lock orders the object's initialisation before every use here in a way
+        // ThreadSanitizer sees (it reported the hand-over through the continuation as a race).
+        let made = Locked<BusConnection?>(nil)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             LoopThread.shared.perform {
-                continuation.resume(returning: attach(to: connection, observer: observer))
+                made.withLock { $0 = attach(to: connection, observer: observer) }
+                continuation.resume()
             }
         }
+        let bus = made.withLock { $0 }!
         for rule in matchRules { bus.addMatch(rule) }
         return bus
     }
