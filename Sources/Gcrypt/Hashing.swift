@@ -21,6 +21,18 @@ package enum Hashing {
         return digest
     }
 
+    /// SHA-256 of `input` as a value that needs no heap (see ``SHA256Digest``).
+    ///
+    /// The corresponding C function is `gcry_md_hash_buffer`.
+    package static func sha256Digest(_ input: UnsafeRawBufferPointer) -> SHA256Digest {
+        Libgcrypt.prepare()
+        var digest = SHA256Digest()
+        withUnsafeMutableBytes(of: &digest.words) {
+            gcry_md_hash_buffer(Int32(GCRY_MD_SHA256.rawValue), $0.baseAddress, input.baseAddress, input.count)
+        }
+        return digest
+    }
+
     /// PBKDF2-HMAC-SHA256 of `secret` with `salt` and `iterations`: `count` bytes of secret memory.
     ///
     /// The corresponding C function is `gcry_kdf_derive`.
@@ -91,6 +103,25 @@ package enum Hashing {
 
         /// The corresponding C function is `gcry_mac_close`.
         deinit { gcry_mac_close(handle) }
+    }
+}
+
+/// A SHA-256 digest held inline: what a cache compares to tell whether bytes are the same ones,
+/// without keeping the bytes or a heap object derived from them.
+package struct SHA256Digest: Hashable, Sendable {
+    // Four words rather than `[UInt8]` or `Data`: no allocation per digest, and nothing a leak
+    // checker must trace through an enum's tagged pointer.
+    fileprivate var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.words.0 == rhs.words.0 && lhs.words.1 == rhs.words.1 && lhs.words.2 == rhs.words.2 && lhs.words.3 == rhs.words.3
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(words.0)
+        hasher.combine(words.1)
+        hasher.combine(words.2)
+        hasher.combine(words.3)
     }
 }
 

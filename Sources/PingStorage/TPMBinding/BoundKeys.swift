@@ -110,16 +110,16 @@ final class BoundKeys: Sendable {
     }
 
     private let reachability = Locked<Bool?>(nil)
-    private let memo = Locked<[Data: SymmetricKey]>([:])
+    private let memo = Locked<[SHA256Digest: SymmetricKey]>([:])
     /// 2.0.0 keys' bytes (by digest) → the same bytes pinned to the name their first use found.
-    private let learned = Locked<[Data: Data]>([:])
+    private let learned = Locked<[SHA256Digest: Data]>([:])
     private let toWrite = Locked<[String: (read: Data, pinned: Data)]>([:])
 
     private func remember(_ bytes: Data, _ key: SymmetricKey) {
         memo.withLock { $0[digest(bytes)] = key }
     }
 
-    private func digest(_ bytes: Data) -> Data {
-        bytes.withUnsafeBytes { Data(Hashing.sha256($0)) }
+    private func digest(_ bytes: Data) -> SHA256Digest {
+        bytes.withUnsafeBytes { Hashing.sha256Digest($0) }
     }
 }

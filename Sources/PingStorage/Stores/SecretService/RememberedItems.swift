@@ -24,7 +24,7 @@ final class RememberedItems: Sendable {
         var unowned: [ItemPath]?
         /// The SHA-256 of the secret this process last read from it or wrote into it: a cached
         /// item is still current while the item holds these bytes (``SecretServiceStore/isUnchanged(_:since:by:)``).
-        var digest: Data?
+        var digest: SHA256Digest?
     }
     private let entries = Locked<[String: Entry]>([:])
     /// Token before → token after, for each creation of an account item that was the only change
@@ -47,8 +47,8 @@ final class RememberedItems: Sendable {
     }
 
     /// The SHA-256 of `bytes` (never the bytes: only whether they are the same).
-    static func digest(_ bytes: Data) -> Data {
-        bytes.withUnsafeBytes { Data(Hashing.sha256($0)) }
+    static func digest(_ bytes: Data) -> SHA256Digest {
+        bytes.withUnsafeBytes { Hashing.sha256Digest($0) }
     }
 
     /// Records that the one change between `before` and `after` was an account item this
