@@ -142,7 +142,9 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
             cache.withLock { if $0?.save == cached.save { $0 = nil } }
             return false
         }
-        let checked = CacheStamp(heard: validator.cacheStamp(), checked: .now)
+        // Known current as of what had been heard before the check: what arrives while it runs
+        // (another process's save announced during its read) is examined by the next get.
+        let checked = CacheStamp(heard: heardNow, checked: .now)
         cache.withLock { if $0?.save == cached.save { $0?.stamp = checked } }
         return true
     }
@@ -156,7 +158,7 @@ open class StorageDelegate<T: Codable & Sendable>: Storage, @unchecked Sendable 
             ? true
             : await validator.isUnchanged(since: heardBefore ?? heardAfter, verifying: true)
         guard current else { return }
-        let checked = CacheStamp(heard: validator.cacheStamp(), checked: .now)
+        let checked = CacheStamp(heard: heardAfter, checked: .now)  // not later: see isCurrent
         cache.withLock { if $0?.save == save { $0?.stamp = checked } }
     }
 

@@ -34,6 +34,18 @@ struct CacheAcrossProcessesTests {
         #expect(try await storage.get() == "theirs")
     }
 
+    /// Another process's save announced while this process checks its cache (here: the check
+    /// after its own save, which reads the item) is examined by the next get, not counted as
+    /// checked: KWallet and KeePassXC announce it, so nothing else would ever look again.
+    @Test func aSaveAnnouncedDuringACheckReachesTheCache() async throws {
+        let fake = FakeSecretService()
+        let storage = cachedStorage(fake)
+        fake.state.withLock { $0.writeAfterNextRead = Data("\"theirs\"".utf8) }
+        try await storage.save(item: "ours")
+        #expect(fake.state.withLock { $0.writeAfterNextRead } == nil, "the check after the save read the item")
+        #expect(try await storage.get() == "theirs")
+    }
+
     @Test func anotherProcesssDeleteReachesTheCache() async throws {
         let fake = FakeSecretService()
         let storage = cachedStorage(fake)

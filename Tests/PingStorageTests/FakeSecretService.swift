@@ -46,6 +46,9 @@ final class FakeSecretService: SecretServiceCalls {
         /// When set, the next search answers as if these attributes had no item, and then another
         /// process's item with them appears (between our search and our CreateItem).
         var creatorAfterSearch: [String: String]?
+        /// When set, another process writes these bytes into the item the next read reads, right
+        /// after that read answered (announced when `announcesSecretChanges`).
+        var writeAfterNextRead: Data?
         /// When set, the next createItem waits until the test opens it (a call in flight).
         var holdNextCreate: Hold?
         /// Items the next search that names the app (`pingstorage-app`) does not return, while the
@@ -212,7 +215,13 @@ final class FakeSecretService: SecretServiceCalls {
             guard let item = state.items[path] else { throw SecretServiceError(.itemNotFound, operation: "read secret", message: "gone") }
             try unlockIfLocked(&state, "read secret")
             state.reads += 1
-            return SecretRead(value: item.secret, changeToken: token(state))
+            let read = SecretRead(value: item.secret, changeToken: token(state))
+            if let theirs = state.writeAfterNextRead {
+                state.writeAfterNextRead = nil
+                state.items[path]?.secret = SecretValue(bytes: theirs)
+                if state.announcesSecretChanges { state.announced.append(ItemAnnouncement(kind: .changed, item: path)) }
+            }
+            return read
         }
     }
 
