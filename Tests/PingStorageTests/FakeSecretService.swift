@@ -10,7 +10,7 @@ import Waiting
 /// collection, scripted failures, change tokens, and a log of every write so tests can prove what
 /// did (not) change. It behaves like ``SecretServiceClient`` as PingStorage sees it: `findItems`
 /// and `secret(of:)` unlock (or throw `.locked` when prompts are off), and every answer carries
-/// the change token (created, deleted, lock changes) at that moment.
+/// the change token at that moment: the count of its announcements, as the client's is.
 final class FakeSecretService: SecretServiceCalls {
     struct Item {
         var label: String
@@ -27,17 +27,20 @@ final class FakeSecretService: SecretServiceCalls {
         var failNext: [String: SecretServiceError] = [:]
         var writes: [String] = []
         var clock = Date(timeIntervalSince1970: 1_700_000_000)
-        var changes: UInt64 = 1
         var reads = 0
         var searches = 0
+        /// Searches for key items (`xdg:schema` = ``KeyVault/schema``).
+        var keySearches = 0
         /// itemInfo calls (one round trip each on a real provider).
         var infoReads = 0
         /// KeePassXC's behaviour: attribute writes containing these names fail with InvalidArgs.
         var refusedAttributes: Set<String> = []
         /// The `replacing` argument of every createItem call.
         var createReplacing: [Bool] = []
-        /// What the fake announced about items (every create, delete and write, as KWallet does).
-        var announced: [ItemAnnouncement] = []
+        /// What the fake announced (every create, delete and attribute change; a secret written in
+        /// place when `announcesSecretChanges`; `.lost` for a lock change), one per change as the
+        /// real client counts them: its count is the change token's.
+        var announced: [ItemAnnouncement] = [ItemAnnouncement(kind: .lost, item: nil)]
         /// Whether it announces a secret written in place (GNOME Keyring does not).
         var announcesSecretChanges = true
         /// When set, the next createItem also adds an item with these attributes, newer than ours:
@@ -76,7 +79,6 @@ final class FakeSecretService: SecretServiceCalls {
             let time = state.clock.addingTimeInterval(modifiedOffset)
             state.items[path] = Item(label: label, attributes: attributes, secret: SecretValue(bytes: bytes),
                                      created: createdOffset.map { state.clock.addingTimeInterval($0) } ?? time, modified: time)
-            state.changes += 1
             state.announced.append(ItemAnnouncement(kind: .created, item: path))
             return path
         }
@@ -95,7 +97,6 @@ final class FakeSecretService: SecretServiceCalls {
     func otherProcessDeletes(_ path: ItemPath) {
         state.withLock { state in
             state.items[path] = nil
-            state.changes += 1
             state.announced.append(ItemAnnouncement(kind: .deleted, item: path))
         }
     }
@@ -103,18 +104,19 @@ final class FakeSecretService: SecretServiceCalls {
     var items: [ItemPath: Item] { state.withLock { $0.items } }
     var reads: Int { state.withLock { $0.reads } }
     var searches: Int { state.withLock { $0.searches } }
+    var keySearches: Int { state.withLock { $0.keySearches } }
     var infoReads: Int { state.withLock { $0.infoReads } }
     var writes: [String] { state.withLock { $0.writes } }
 
     /// Something changed that the client would hear about (a lock, another process's item).
-    func announceChange() { state.withLock { $0.changes += 1 } }
+    func announceChange() { state.withLock { $0.announced.append(ItemAnnouncement(kind: .lost, item: nil)) } }
 
     private func newPath(_ state: inout State) -> ItemPath {
         defer { state.nextNumber += 1 }
         return try! ItemPath("\(collectionPath)/\(state.nextNumber)")
     }
 
-    private func token(_ state: State) -> ChangeToken { ChangeToken(connection: Self.connection, count: state.changes) }
+    private func token(_ state: State) -> ChangeToken { ChangeToken(connection: Self.connection, count: UInt64(state.announced.count)) }
 
     private func check(_ operation: String) throws(SecretServiceError) {
         if let error = state.withLock({ $0.failNext.removeValue(forKey: operation) }) { throw error }
@@ -132,7 +134,7 @@ final class FakeSecretService: SecretServiceCalls {
             throw SecretServiceError(.locked, operation: operation, message: "The keyring is locked.")
         }
         state.collectionLocked = false
-        state.changes += 1
+        state.announced.append(ItemAnnouncement(kind: .lost, item: nil))
     }
 
     func ending(by deadline: Deadline) -> any SecretServiceCalls { self }
@@ -144,7 +146,7 @@ final class FakeSecretService: SecretServiceCalls {
     }
     func lock(_ paths: [ObjectPath]) async throws(SecretServiceError) {
         try check("lock")
-        state.withLock { $0.collectionLocked = true; $0.changes += 1 }
+        state.withLock { $0.collectionLocked = true; $0.announced.append(ItemAnnouncement(kind: .lost, item: nil)) }
     }
     func unlock(_ paths: [ObjectPath]) async throws(SecretServiceError) {
         try check("unlock")
@@ -160,10 +162,12 @@ final class FakeSecretService: SecretServiceCalls {
             return Array(state.announced[Int(mark.count)...])
         }
     }
-    /// The fake counts changes apart from its announcements: it can tell only that nothing was
-    /// announced between two equal tokens.
     func announcements(between earlier: ChangeToken, and later: ChangeToken) -> [ItemAnnouncement]? {
-        later.changes(since: earlier) == 0 ? [] : nil
+        guard let count = later.changes(since: earlier) else { return nil }
+        return state.withLock { state in
+            guard later.count <= UInt64(state.announced.count) else { return nil }
+            return Array(state.announced[Int(earlier.count)..<Int(earlier.count + count)])
+        }
     }
     var announcesSecretChanges: Bool? { state.withLock { $0.announcesSecretChanges } }
 
@@ -171,6 +175,7 @@ final class FakeSecretService: SecretServiceCalls {
         try check("search")
         return state.withLock { state in
             state.searches += 1
+            if attributes["xdg:schema"] == KeyVault.schema { state.keySearches += 1 }
             if let theirs = state.creatorAfterSearch {
                 state.creatorAfterSearch = nil
                 let answer = SecretSearchResult(unlocked: [], locked: [], changeToken: token(state))
@@ -178,7 +183,7 @@ final class FakeSecretService: SecretServiceCalls {
                 let time = tick(&state).addingTimeInterval(60)
                 state.items[other] = Item(label: "theirs", attributes: theirs, secret: SecretValue(bytes: Data(#""theirs""#.utf8)),
                                           created: time, modified: time)
-                state.changes += 1
+                state.announced.append(ItemAnnouncement(kind: .created, item: other))
                 return answer
             }
             var paths = state.items.filter { _, item in attributes.allSatisfy { item.attributes[$0.key] == $0.value } }
@@ -268,14 +273,13 @@ final class FakeSecretService: SecretServiceCalls {
             state.items[path] = Item(label: label, attributes: attributes, secret: kept, created: time, modified: time)
             state.writes.append("create \(path)")
             state.announced.append(ItemAnnouncement(kind: .created, item: path))
-            state.changes += 1
             if let theirs = state.concurrentCreator {
                 state.concurrentCreator = nil
                 let other = newPath(&state)
                 let later = time.addingTimeInterval(5)
                 state.items[other] = Item(label: "theirs", attributes: theirs, secret: SecretValue(bytes: Data(#""theirs""#.utf8)),
                                           created: later, modified: later)
-                state.changes += 1
+                state.announced.append(ItemAnnouncement(kind: .created, item: other))
             }
             return CreatedItem(path: path, changeToken: token(state))
         }
@@ -288,7 +292,6 @@ final class FakeSecretService: SecretServiceCalls {
             if state.items.removeValue(forKey: path) != nil {
                 state.writes.append("delete \(path)")
                 state.announced.append(ItemAnnouncement(kind: .deleted, item: path))
-                state.changes += 1
             }
             return token(state)
         }

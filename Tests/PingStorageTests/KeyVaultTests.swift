@@ -25,6 +25,29 @@ private func sealingKey(_ fake: FakeSecretService, account: String = "acct") thr
 
 @Suite("KeyVault: key check values, rewritten keys, one key for everyone")
 struct KeyVaultTests {
+    /// A save of a new account creates the app's own item and a save in place writes a secret:
+    /// neither touches a key item, so neither costs a search of the keys (what was announced since
+    /// the key was chosen names only items this connection created and items that are not keys),
+    /// whether the provider announces secrets written in place (KWallet, KeePassXC) or not (GNOME
+    /// Keyring). Another process's new item may be a key: after it, the keys are searched again.
+    @Test(arguments: [true, false])
+    func savesThatTouchNoKeyItemCostNoKeySearch(announcesSecretChanges: Bool) async throws {
+        let fake = FakeSecretService()
+        fake.state.withLock { $0.announcesSecretChanges = announcesSecretChanges }
+        let vault = KeyVault.on(fake)
+        try await storage(fake, vault, account: "first").save(item: Note(text: "1"))
+        let keySearches = fake.keySearches
+        try await storage(fake, vault, account: "second").save(item: Note(text: "2"))
+        try await storage(fake, vault, account: "second").save(item: Note(text: "2 again"))
+        try await storage(fake, vault, account: "first").save(item: Note(text: "1 again"))
+        #expect(fake.keySearches == keySearches, "no key item changed")
+
+        fake.seed(attributes: ["service": "another program", "account": "theirs"], secret: "theirs")
+        try await storage(fake, vault, account: "first").save(item: Note(text: "1 after theirs"))
+        #expect(fake.keySearches > keySearches, "an item another process created may be a key")
+        #expect(try await storage(fake, KeyVault.on(fake), account: "second").get() == Note(text: "2 again"))
+    }
+
     /// A restore or another tool rewrote the key item under the same id, with its key-check (no
     /// item created or deleted, so no change is announced): the next save must not be sealed with
     /// the old bytes, which no fresh process could open. Right after the account's creation, and
@@ -90,7 +113,7 @@ struct KeyVaultTests {
                                                    "key-check": older.checkValue, AppIdentity.attribute: AppIdentity.current.id],
                                       secret: SecretValue(bytes: older.exportData(), contentType: "application/octet-stream"),
                                       created: Date(timeIntervalSince1970: 1_000), modified: Date(timeIntervalSince1970: 1_000))
-            state.changes += 1  // the ItemCreated the client would have counted
+            state.announced.append(ItemAnnouncement(kind: .created, item: path))  // the ItemCreated the client would have heard
         }
         try await storage(fake, vault).save(item: Note(text: "again"))
         #expect(try sealingKey(fake) == olderID, "moved from \(own) to the oldest key")

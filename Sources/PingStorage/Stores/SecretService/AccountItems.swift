@@ -172,7 +172,6 @@ struct AccountItems: Sendable {
             calls.rememberedItems[rules.lockKey] = .init(path: created.path, token: created.changeToken,
                                                          isComplete: true, unowned: found.unowned,
                                                          digest: RememberedItems.digest(value.bytes))
-            calls.rememberedItems.recordOwnItemCreation(from: searchToken, to: created.changeToken)
             return
         }
         let again = try await accountItems()

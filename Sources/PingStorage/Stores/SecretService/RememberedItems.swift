@@ -8,8 +8,8 @@ import Locking
 internal import SecretService
 
 /// What one connection's calls have taught: which item path holds each account, with the change
-/// token when that was known (valid exactly while the token has not moved), and which changes
-/// were this connection's own creations of account items.
+/// token when that was known (valid exactly while the token has not moved), and which account
+/// items this connection created (what a key search may pass over in the announcements since).
 final class RememberedItems: Sendable {
     struct Entry: Sendable {
         /// The item a read of the account takes: always the app's own (an item no app owns is never
@@ -27,9 +27,6 @@ final class RememberedItems: Sendable {
         var digest: SHA256Digest?
     }
     private let entries = Locked<[String: Entry]>([:])
-    /// Token before → token after, for each creation of an account item that was the only change
-    /// at its moment (see `recordOwnItemCreation`).
-    private let ownItemCreations = Locked<[ChangeToken: ChangeToken]>([:])
     /// The account items this connection created (``isOwnCreation(_:)``), the latest 256.
     private let ownCreatedItems = Locked<[ItemPath]>([])
 
@@ -51,16 +48,6 @@ final class RememberedItems: Sendable {
         bytes.withUnsafeBytes { Hashing.sha256Digest($0) }
     }
 
-    /// Records that the one change between `before` and `after` was an account item this
-    /// connection created (its CreateItem answered at `after`, one change after `before`).
-    func recordOwnItemCreation(from before: ChangeToken, to after: ChangeToken) {
-        guard after.changes(since: before) == 1 else { return }
-        ownItemCreations.withLock { creations in
-            if creations.count >= 256 { creations.removeAll() }  // bounded: an old entry only saves a search
-            creations[before] = after
-        }
-    }
-
     /// Records that this connection created the account item at `path`.
     func recordOwnItem(_ path: ItemPath) {
         ownCreatedItems.withLock { items in
@@ -71,18 +58,4 @@ final class RememberedItems: Sendable {
 
     /// Whether this connection created the account item at `path` (an account item is never a key item).
     func isOwnCreation(_ path: ItemPath) -> Bool { ownCreatedItems.withLock { $0.contains(path) } }
-
-    /// Whether nothing but this connection's own account items was created between `earlier` and
-    /// `now`: then no key item appeared or vanished, and a key chosen or found at `earlier` still
-    /// stands (an account item is never a key item).
-    func onlyOwnItemsCreated(since earlier: ChangeToken, now: ChangeToken) -> Bool {
-        ownItemCreations.withLock { creations in
-            var token = earlier
-            while !now.isUnchanged(since: token) {
-                guard let next = creations[token] else { return false }
-                token = next
-            }
-            return true
-        }
-    }
 }

@@ -85,7 +85,6 @@ extension SecretServiceStore {
     /// every SetSecret: a save must not cost a key search either).
     func keysUnchanged(since moment: StoreMoment?) -> Bool {
         guard let token = moment?.changeToken, let now = calls.currentChangeToken else { return false }
-        if calls.rememberedItems.onlyOwnItemsCreated(since: token, now: now) { return true }
         guard let heard = calls.announcements(between: token, and: now) else { return false }
         let keyItems = Set(knownKeys.withLock { $0.values.map(\.path) })
         return heard.allSatisfy { announcement in
