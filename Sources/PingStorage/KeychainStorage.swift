@@ -23,7 +23,7 @@ import Foundation
 ///   crashed processes left behind are removed, so exactly one remains.
 ///
 /// Cacheable (``CacheStrategy/CACHE``), the cache follows the keyring across the app's processes:
-/// another process's save or delete of the item reaches a cached `get` at once where the keyring
+/// another process's save or delete of the item reaches a cached `get` as soon as the keyring
 /// announces it, within 50 ms where it does not (GNOME Keyring), see ``StorageDelegate``.
 ///
 /// Thread-safety: safe from any number of tasks; operations on the same account are serialized

@@ -170,6 +170,24 @@ extension Integration {
             #expect(try await slow.value.bytes == Data("value 0".utf8), "the slow call gets its own reply")
         }
 
+        /// What the provider announced before answering another connection's call is heard once
+        /// that call has returned and one round trip to the bus is made: the bus routes the
+        /// announcement before the answer, and answers the round trip after it.
+        @Test func anAnnouncementRoutedBeforeAnotherClientsAnswerIsHeardAfterOneRoundTrip() async throws {
+            let provider = try await PrivateProvider()
+            let (listener, writer) = (provider.client(), provider.client())
+            _ = try await listener.provider()
+            try await listener.hearAnnouncementsRoutedSoFar()
+            let mark = try #require(listener.announcementMark)
+            for index in 0..<20 {
+                let created = try await writer.createItem(in: .default, label: "l", attributes: ["n": "\(index)"],
+                                                          secret: SecretValue(bytes: Data("\(index)".utf8)), replacing: false)
+                try await listener.hearAnnouncementsRoutedSoFar()
+                let heard = try #require(listener.announcements(since: mark))
+                #expect(heard.contains(ItemAnnouncement(kind: .created, item: created.path)), "creation \(index)")
+            }
+        }
+
         /// Anyone on the bus can send a signal to our unique name: a NameOwnerChanged that does not
         /// come from the bus, or an ItemCreated that does not come from the provider, changes nothing.
         @Test func signalsFromOtherPeersAreIgnored() async throws {

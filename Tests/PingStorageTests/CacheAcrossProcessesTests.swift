@@ -46,6 +46,27 @@ struct CacheAcrossProcessesTests {
         #expect(try await storage.get() == "theirs")
     }
 
+    /// Another process's save returned, and its announcement is routed to us but not yet read
+    /// from the socket: a get after the cache's time of trust waits one round trip to the bus
+    /// and sees it; within that time, or with nothing on its way, a cached get makes no call.
+    @Test func anAnnouncementStillOnItsWayIsWaitedFor() async throws {
+        let fake = FakeSecretService()
+        let storage = cachedStorage(fake)
+        try await storage.save(item: "ours")
+        #expect(try await storage.get() == "ours")
+        try await Task.sleep(for: CacheStamp.trustedFor + .milliseconds(10))
+        let (reads, trips) = (fake.reads, fake.state.withLock { $0.roundTripsToTheBus })
+        #expect(try await storage.get() == "ours")
+        #expect(fake.reads == reads, "nothing heard about the item: not read")
+        #expect(fake.state.withLock { $0.roundTripsToTheBus } == trips + 1, "one round trip to the bus")
+        #expect(try await storage.get() == "ours")
+        #expect(fake.state.withLock { $0.roundTripsToTheBus } == trips + 1, "trusted again for a while: no call")
+
+        try await Task.sleep(for: CacheStamp.trustedFor + .milliseconds(10))
+        fake.otherProcessWrites(Data("\"theirs\"".utf8), at: try ourItem(fake), announcementOnItsWay: true)
+        #expect(try await storage.get() == "theirs")
+    }
+
     @Test func anotherProcesssDeleteReachesTheCache() async throws {
         let fake = FakeSecretService()
         let storage = cachedStorage(fake)

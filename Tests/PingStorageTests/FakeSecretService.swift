@@ -41,6 +41,10 @@ final class FakeSecretService: SecretServiceCalls {
         /// place when `announcesSecretChanges`; `.lost` for a lock change), one per change as the
         /// real client counts them: its count is the change token's.
         var announced: [ItemAnnouncement] = [ItemAnnouncement(kind: .lost, item: nil)]
+        /// Announcements routed to the client and not yet heard (``hearAnnouncementsRoutedSoFar()``
+        /// brings them), and how many times that was called.
+        var onItsWay: [ItemAnnouncement] = []
+        var roundTripsToTheBus = 0
         /// Whether it announces a secret written in place (GNOME Keyring does not).
         var announcesSecretChanges = true
         /// When set, the next createItem also adds an item with these attributes, newer than ours:
@@ -85,11 +89,15 @@ final class FakeSecretService: SecretServiceCalls {
     }
 
     /// Another process writes `secret` into the item at `path` (announced when the fake announces
-    /// secrets written in place, as KWallet and KeePassXC do; GNOME Keyring does not).
-    func otherProcessWrites(_ secret: Data, at path: ItemPath) {
+    /// secrets written in place, as KWallet and KeePassXC do; GNOME Keyring does not). With
+    /// `announcementOnItsWay`, the announcement is heard only after
+    /// ``hearAnnouncementsRoutedSoFar()``: routed by the bus, not yet read from the socket.
+    func otherProcessWrites(_ secret: Data, at path: ItemPath, announcementOnItsWay: Bool = false) {
         state.withLock { state in
             state.items[path]?.secret = SecretValue(bytes: secret)
-            if state.announcesSecretChanges { state.announced.append(ItemAnnouncement(kind: .changed, item: path)) }
+            guard state.announcesSecretChanges else { return }
+            let announcement = ItemAnnouncement(kind: .changed, item: path)
+            if announcementOnItsWay { state.onItsWay.append(announcement) } else { state.announced.append(announcement) }
         }
     }
 
@@ -170,6 +178,14 @@ final class FakeSecretService: SecretServiceCalls {
         }
     }
     var announcesSecretChanges: Bool? { state.withLock { $0.announcesSecretChanges } }
+    func hearAnnouncementsRoutedSoFar() async throws(SecretServiceError) {
+        try check("hear")
+        state.withLock { state in
+            state.roundTripsToTheBus += 1
+            state.announced += state.onItsWay
+            state.onItsWay = []
+        }
+    }
 
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult {
         try check("search")

@@ -162,6 +162,19 @@ public final class SecretServiceClient: Sendable {
         return Array(heard.prefix(Int(count)))
     }
 
+    /// Returns once every item announcement the bus routed to the open connection before this call
+    /// has been heard: one round trip to the bus itself (`GetId` of `org.freedesktop.DBus`), whose
+    /// reply comes after them on the connection. Cheap (the bus answers, not the provider). What
+    /// the provider announced before answering another process's call that has returned is
+    /// then counted (the bus routes the announcement before the answer). Returns at once when no
+    /// connection is open.
+    /// - Throws: `.timedOut` at the call's deadline, `.disconnected`, `.cancelled`.
+    public func hearAnnouncementsRoutedSoFar() async throws(SecretServiceError) {
+        guard let connection = link.connection, !connection.isClosed else { return }
+        _ = try await connection.call(.bus(member: "GetId", arguments: nil), operation: "hear the keyring's announcements",
+                                      phase: .call, deadline: callDeadline())
+    }
+
     // MARK: The service
 
     /// Who provides the Secret Service, and the negotiated transport. Opens the connection.

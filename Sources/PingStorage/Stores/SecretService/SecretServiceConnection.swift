@@ -28,6 +28,9 @@ protocol SecretServiceCalls: Sendable {
     func announcements(between earlier: ChangeToken, and later: ChangeToken) -> [ItemAnnouncement]?
     /// Whether the provider announces a SetSecret (nil: no session open yet).
     var announcesSecretChanges: Bool? { get }
+    /// Returns once what the bus routed to this connection before the call has been heard (one
+    /// round trip to the bus: ``SecretServiceClient/hearAnnouncementsRoutedSoFar()``).
+    func hearAnnouncementsRoutedSoFar() async throws(SecretServiceError)
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult
     func searchItems(matching attributes: [String: String], in collection: CollectionReference?) async throws(SecretServiceError) -> SecretSearchResult
     func itemInfo(_ path: ItemPath) async throws(SecretServiceError) -> SecretItemInfo
@@ -62,6 +65,7 @@ struct ClientCalls: SecretServiceCalls {
         client.announcements(between: earlier, and: later)
     }
     var announcesSecretChanges: Bool? { client.announcesSecretChanges }
+    func hearAnnouncementsRoutedSoFar() async throws(SecretServiceError) { try await client.hearAnnouncementsRoutedSoFar() }
     func findItems(matching attributes: [String: String], in collection: CollectionReference) async throws(SecretServiceError) -> SecretSearchResult {
         try await client.findItems(matching: attributes, in: collection)
     }

@@ -152,11 +152,31 @@ struct SecretServiceStore: KeyringStore {
 /// What the provider announced since the stamp decides, when it can (``ItemAnnouncement``): an
 /// item created, announcements lost (the connection closed, the provider changed hands) or too
 /// many to tell: not current. Announcements about other items: irrelevant. KWallet and KeePassXC
-/// announce a secret written in place, so with no announcement about the item it is current,
-/// without I/O. GNOME Keyring announces no SetSecret, and neither case covers an announcement
+/// announce a secret written in place, so with no announcement about the item it is current, once
+/// one round trip to the bus (not the provider) has brought whatever was routed to us before it.
+/// GNOME Keyring announces no SetSecret, and neither case covers an announcement
 /// about the item itself (possibly this process's own save): the item's secret is read once and
 /// compared with what this process last read or wrote (its SHA-256, ``RememberedItems/Entry/digest``).
 extension SecretServiceStore {
+    /// Whether what was heard since `stamp` is about the item at `path` (created, changed or
+    /// deleted); nil when it may be about anything: announcements lost or no longer kept, or
+    /// another item created (another item of the account may have appeared).
+    private func heardSince(_ stamp: StoreStamp, about path: ItemPath) -> Bool? {
+        guard let heard = calls.announcements(since: AnnouncementMark(connection: stamp.source, count: stamp.count)) else { return nil }
+        var aboutTheItem = false
+        for announcement in heard {
+            switch announcement.kind {
+            case .lost:
+                return nil
+            case .created where announcement.item != path:
+                return nil
+            case .created, .changed, .deleted:
+                if announcement.item == path { aboutTheItem = true }
+            }
+        }
+        return aboutTheItem
+    }
+
     func changeStamp() -> StoreStamp? {
         calls.announcementMark.map { StoreStamp(source: $0.connection, count: $0.count) }
     }
@@ -164,21 +184,24 @@ extension SecretServiceStore {
     func isUnchanged(_ account: AccountRules, since stamp: StoreStamp, verifying: Bool,
                      by deadline: Deadline) async throws(StorageFailure) -> Bool {
         let items = AccountItems(rules: account, calls: calls.ending(by: deadline))
-        guard let known = items.rememberedItem(), let digest = known.digest,
-              let heard = calls.announcements(since: AnnouncementMark(connection: stamp.source, count: stamp.count)) else { return false }
-        var aboutTheItem = false
-        for announcement in heard {
-            switch announcement.kind {
-            case .lost:
-                return false
-            case .created where announcement.item != known.path:
-                return false  // another item of the account may have appeared
-            case .created, .changed, .deleted:
-                if announcement.item == known.path { aboutTheItem = true }
-            }
-        }
-        if !aboutTheItem, !verifying, calls.announcesSecretChanges == true { return true }
         let calls = items.calls
+        guard let known = items.rememberedItem(), let digest = known.digest else { return false }
+        switch heardSince(stamp, about: known.path) {
+        case nil:
+            return false
+        case false? where !verifying && calls.announcesSecretChanges == true:
+            // Nothing heard about the item, and the provider announces every save: current, once
+            // what the bus has routed to us so far is heard too (another process's save returned
+            // after its announcement was routed, but the announcement may still be on its way).
+            do throws(SecretServiceError) {
+                try await calls.hearAnnouncementsRoutedSoFar()
+            } catch {
+                return false
+            }
+            return heardSince(stamp, about: known.path) == false && items.rememberedItem()?.token == known.token
+        default:
+            break
+        }
         return try await run { () async throws(SecretServiceError) -> Bool in
             do throws(SecretServiceError) {
                 var read = try await calls.secret(of: known.path)
