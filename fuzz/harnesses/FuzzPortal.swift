@@ -12,6 +12,7 @@ import CGLib
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import DBusTransport
 @testable import SecretService
 
 /// Only for its deadlines (no bus is touched): PipeReader's ends 20 s from its start.

@@ -6,10 +6,12 @@
 // malformed). The client's reads of that reply (the Variant accessors, ObjectPath(trusted:),
 // whose assertion holds only if GLib never yields an invalid `o`, ItemPath, lookups in `a{sv}`,
 // SecretValue) then run as the client runs them (SecretServiceClient+Items.swift,
-// UnlockPolicy.swift, SessionCrypto.swift, ProviderSession.swift, Prompts.swift, SignalRouter.swift):
-// those reads are written inline in the async calls, so they are repeated here, call for call.
+// UnlockPolicy.swift, SessionCrypto.swift, ProviderSession.swift, Prompts.swift,
+// ProviderTraffic.swift, and DBusTransport's MessageRouter.swift): those reads are written inline
+// in the async calls, so they are repeated here, call for call.
 import CGLib
 import Foundation
+@testable import DBusTransport
 @testable import SecretService
 
 /// The reply types, in the order the first byte picks them.
