@@ -24,7 +24,7 @@ import Foundation
 ///
 /// Cacheable (``CacheStrategy/CACHE``), the cache follows the keyring across the app's processes:
 /// another process's save or delete of the item reaches a cached `get` as soon as the keyring
-/// announces it, within 50 ms where it does not (GNOME Keyring), see ``StorageDelegate``.
+/// announces it, within 50 ms where it may not (GNOME Keyring, KeePassXC), see ``StorageDelegate``.
 ///
 /// Thread-safety: safe from any number of tasks; operations on the same account are serialized
 /// within the process. Every call's keyring work ends within ``KeychainConfiguration/timeout``

@@ -12,10 +12,11 @@ import Waiting
 /// **A cache across processes.** When the delegate is a ``KeychainStorage``'s, the cache follows
 /// the keyring: another process's save or delete of the item (another instance of the app, its
 /// command-line helper) reaches a cached `get` as soon as its announcement arrives where the
-/// keyring announces it (KWallet, KeePassXC, a file keyring in a sandbox; a `get` more than 50 ms
-/// after the last check first makes one round trip to the bus, so that an announcement still on
-/// its way is not missed), and within 50 ms where it does not (GNOME Keyring announces no secret
-/// written in place): the item is then checked by reading it once, and a
+/// keyring announces it (KWallet, a file keyring in a sandbox; a `get` more than 50 ms after the
+/// last check first makes one round trip to the bus, so that an announcement still on its way is
+/// not missed), and within 50 ms where it does not (GNOME Keyring announces no secret written in
+/// place, KeePassXC none written while it saves its database): the item is then checked by
+/// reading it once, and a
 /// changed or deleted item is read from the keyring, which is then what the cache holds. A lost
 /// connection or a provider that restarted is checked the same way. Between checks a cached `get`
 /// costs what it did: no D-Bus, no file I/O. A storage written for iOS caches as on iOS.

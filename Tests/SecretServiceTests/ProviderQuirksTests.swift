@@ -12,4 +12,14 @@ struct ProviderQuirksTests {
         #expect(ProviderQuirks.attributesToCreate(copied, ProviderKind(executable: "/usr/bin/gnome-keyring-daemon")) == copied)
         #expect(ProviderQuirks.attributesToCreate(copied, ProviderKind(executable: "/usr/bin/kwalletd5")) == copied)
     }
+
+    /// Silence about an item proves it unchanged only where every SetSecret is announced: KWallet.
+    /// GNOME Keyring announces none; KeePassXC none made while it saves its database (a cache of
+    /// another process's item then stayed stale: the KeePassXC suite's cache test, about one run
+    /// in two).
+    @Test func onlyKWalletAnnouncesEverySecretWrittenInPlace() {
+        #expect(ProviderQuirks.announcesSecretChanges(ProviderKind(executable: "/usr/bin/kwalletd5")))
+        #expect(!ProviderQuirks.announcesSecretChanges(ProviderKind(executable: "/usr/bin/keepassxc")))
+        #expect(!ProviderQuirks.announcesSecretChanges(ProviderKind(executable: "/usr/bin/gnome-keyring-daemon")))
+    }
 }

@@ -139,7 +139,7 @@ public final class SecretServiceClient: Sendable {
     }
 
     /// Whether the provider of the open session announces secrets written in place (`ItemChanged`
-    /// after SetSecret: KWallet and KeePassXC; GNOME Keyring does not), without any D-Bus traffic;
+    /// after every SetSecret: KWallet; GNOME Keyring never does, KeePassXC not always), without any D-Bus traffic;
     /// nil when no session is open. Where it does not, another process's save of an existing item
     /// is heard by no announcement: what is remembered of it is checked by reading it again.
     public var announcesSecretChanges: Bool? {

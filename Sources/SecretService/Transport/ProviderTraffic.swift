@@ -99,8 +99,9 @@ final class ProviderTraffic: BusObserver {
                 // ItemChanged counts as much as the other two: it does not say what changed, and
                 // an item whose attributes changed may now be found, or no longer found, by a
                 // search (KeePassXC announces a new item's attributes after the item; `ping-keyring
-                // apps move` gives an item to another app). KWallet and KeePassXC also announce a
-                // SetSecret so, GNOME Keyring does not (ProviderQuirks.announcesSecretChanges).
+                // apps move` gives an item to another app). KWallet also announces every
+                // SetSecret so, KeePassXC most (not while it saves its database), GNOME Keyring
+                // none (ProviderQuirks.announcesSecretChanges).
                 state.announcements.append(Self.announcement(signal))
             case ("org.freedesktop.Secret.Service", let member) where member.hasPrefix("Collection"):
                 // CollectionCreated/Deleted/Changed (lock state among others): KWallet, locked,

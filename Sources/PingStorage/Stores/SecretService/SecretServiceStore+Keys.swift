@@ -81,8 +81,8 @@ extension SecretServiceStore {
 
     /// Whether the key items are as they were at `token`: nothing changed since, or only account
     /// items this connection created (a save of a new account must not cost a key search), or
-    /// items announced as changed that are not the key items known (KWallet and KeePassXC announce
-    /// every SetSecret: a save must not cost a key search either).
+    /// items announced as changed that are not the key items known (KWallet announces every
+    /// SetSecret, KeePassXC most: a save must not cost a key search either).
     func keysUnchanged(since moment: StoreMoment?) -> Bool {
         guard let token = moment?.changeToken, let now = calls.currentChangeToken else { return false }
         guard let heard = calls.announcements(between: token, and: now) else { return false }

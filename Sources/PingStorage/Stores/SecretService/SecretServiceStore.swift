@@ -151,10 +151,10 @@ struct SecretServiceStore: KeyringStore {
 ///
 /// What the provider announced since the stamp decides, when it can (``ItemAnnouncement``): an
 /// item created, announcements lost (the connection closed, the provider changed hands) or too
-/// many to tell: not current. Announcements about other items: irrelevant. KWallet and KeePassXC
-/// announce a secret written in place, so with no announcement about the item it is current, once
+/// many to tell: not current. Announcements about other items: irrelevant. KWallet announces every
+/// secret written in place, so with no announcement about the item it is current, once
 /// one round trip to the bus (not the provider) has brought whatever was routed to us before it.
-/// GNOME Keyring announces no SetSecret, and neither case covers an announcement
+/// GNOME Keyring and KeePassXC (which does not announce a save made while it writes its database) announces no SetSecret, and neither case covers an announcement
 /// about the item itself (possibly this process's own save): the item's secret is read once and
 /// compared with what this process last read or wrote (its SHA-256, ``RememberedItems/Entry/digest``).
 extension SecretServiceStore {
