@@ -16,10 +16,9 @@ import Waiting
 /// last check first makes one round trip to the bus, so that an announcement still on its way is
 /// not missed), and within 50 ms where it does not (GNOME Keyring announces no secret written in
 /// place, KeePassXC none written while it saves its database): the item is then checked by
-/// reading it once, and a
-/// changed or deleted item is read from the keyring, which is then what the cache holds. A lost
-/// connection or a provider that restarted is checked the same way. Between checks a cached `get`
-/// costs what it did: no D-Bus, no file I/O. A storage written for iOS caches as on iOS.
+/// reading it once, and a changed or deleted item is read from the keyring, which is then what the
+/// cache holds. A lost connection or a provider that restarted is checked the same way. Between
+/// checks a cached `get` costs what it did: no D-Bus, no file I/O. A storage written for iOS caches as on iOS.
 ///
 /// `@unchecked Sendable`: the class is `open` (so it cannot be checked `Sendable`), and its own
 /// state is immutable except for the cache, which is a `Locked` value. Subclasses must keep their own

@@ -139,8 +139,8 @@ public final class SecretServiceClient: Sendable {
     }
 
     /// Whether the provider of the open session announces secrets written in place (`ItemChanged`
-    /// after every SetSecret: KWallet; GNOME Keyring never does, KeePassXC not always), without any D-Bus traffic;
-    /// nil when no session is open. Where it does not, another process's save of an existing item
+    /// after every SetSecret: KWallet; GNOME Keyring never does, KeePassXC not always), without any
+    /// D-Bus traffic; nil when no session is open. Where it does not, another process's save of an existing item
     /// is heard by no announcement: what is remembered of it is checked by reading it again.
     public var announcesSecretChanges: Bool? {
         link.currentSession.map { ProviderQuirks.announcesSecretChanges($0.kind) }

@@ -23,7 +23,7 @@ final class RememberedItems: Sendable {
         /// known (a delete then searches).
         var unowned: [ItemPath]?
         /// The SHA-256 of the secret this process last read from it or wrote into it: a cached
-        /// item is still current while the item holds these bytes (``SecretServiceStore/isUnchanged(_:since:by:)``).
+        /// item is still current while the item holds these bytes (``SecretServiceStore/isUnchanged(_:since:verifying:by:)``).
         var digest: SHA256Digest?
     }
     private let entries = Locked<[String: Entry]>([:])

@@ -152,11 +152,12 @@ struct SecretServiceStore: KeyringStore {
 /// What the provider announced since the stamp decides, when it can (``ItemAnnouncement``): an
 /// item created, announcements lost (the connection closed, the provider changed hands) or too
 /// many to tell: not current. Announcements about other items: irrelevant. KWallet announces every
-/// secret written in place, so with no announcement about the item it is current, once
-/// one round trip to the bus (not the provider) has brought whatever was routed to us before it.
-/// GNOME Keyring and KeePassXC (which does not announce a save made while it writes its database) announces no SetSecret, and neither case covers an announcement
-/// about the item itself (possibly this process's own save): the item's secret is read once and
-/// compared with what this process last read or wrote (its SHA-256, ``RememberedItems/Entry/digest``).
+/// secret written in place, so with no announcement about the item it is current, once one round
+/// trip to the bus (not the provider) has brought whatever was routed to us before it. GNOME
+/// Keyring announces no SetSecret and KeePassXC not those made while it saves its database; there,
+/// and for an announcement about the item itself (possibly this process's own save), the item's
+/// secret is read once and compared with what this process last read or wrote (its SHA-256,
+/// ``RememberedItems/Entry/digest``).
 extension SecretServiceStore {
     /// Whether what was heard since `stamp` is about the item at `path` (created, changed or
     /// deleted); nil when it may be about anything: announcements lost or no longer kept, or
@@ -198,7 +199,8 @@ extension SecretServiceStore {
             } catch {
                 return false
             }
-            return heardSince(stamp, about: known.path) == false && items.rememberedItem()?.token == known.token
+            // Anything heard meanwhile moved the change token, and the remembered item with it.
+            return items.rememberedItem() != nil
         default:
             break
         }
