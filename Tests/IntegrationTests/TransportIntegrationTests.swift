@@ -4,6 +4,7 @@ import Foundation
 import PingStorage
 import SecretService
 import Testing
+import Waiting
 
 /// A bus of the test's own with the fake Secret Service on it, which the test can kill (bus and
 /// service apart) and drive with `control`.
@@ -235,6 +236,24 @@ extension Integration {
             #expect(g_main_context_pending(nil) == 0, "nothing waits on the default main context")
         }
 
+        /// A connection's first message can be a signal from another process, read on GDBus's
+        /// reader thread before any call of ours has woken it: it still reaches the connection's
+        /// observer, and the router made on the loop thread reaches that thread through a lock
+        /// ThreadSanitizer sees (through GLib's own lock alone, TSan reported the hand-over as a
+        /// race: this test is in its run).
+        @Test func aSignalThatIsAConnectionsFirstMessageReachesItsObserver() async throws {
+            let heard = HeardSignals()
+            for round in 0..<8 {
+                let connection = try await BusConnection.open(.session, observer: heard, deadline: Deadline(timeout: .seconds(20)))
+                let result = try await run("gdbus", ["emit", "--session", "--dest", connection.uniqueName, "--object-path", "/test",
+                                                     "--signal", "org.example.Test.Ping", "'\(round)'"], timeout: 10)
+                #expect(result.status == 0, "gdbus emit: \(result.stderr)")
+                let arrived = ContinuousClock.now + .seconds(10)
+                while !heard.pings.contains("\(round)"), ContinuousClock.now < arrived { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(heard.pings.contains("\(round)"), "connection \(round) heard its ping: \(heard.pings)")
+            }
+        }
+
         /// The library only talks to a Secret Service that runs as the same Unix user.
         @Test func aProviderRunningAsAnotherUserIsRefused() async throws {
             let provider = try await PrivateProvider(otherUser: true)
@@ -251,4 +270,19 @@ extension Integration {
             #expect(!provider.log.contains("CreateItem"), "nothing was stored there")
         }
     }
+}
+
+/// The `Ping` signals a connection's observer heard (their string argument), in order.
+final class HeardSignals: BusObserver, @unchecked Sendable {
+    // @unchecked Sendable: `heard` is only touched under the lock.
+    private let lock = NSLock()
+    private var heard: [String] = []
+    var pings: [String] { lock.withLock { heard } }
+    func signal(_ signal: IncomingSignal) {
+        guard signal.member == "Ping", let argument = signal.body?.child(0).string else { return }
+        lock.withLock { heard.append(argument) }
+    }
+    func reply(from sender: String?, isError: Bool) {}
+    func noReply(to call: MessageRouter.PendingReply) {}
+    func closed() {}
 }
