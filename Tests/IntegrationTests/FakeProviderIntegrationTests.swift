@@ -138,6 +138,19 @@ extension Integration {
             #expect(try fake.items().map(\.secret) == [storedJSON("x")])
         }
 
+        /// GNOME Keyring 42–50 can handle a new client's first call before it has registered the
+        /// client, and then answers `ReadAlias("default")` with "/" although the login keyring is
+        /// there. The client asks again before it believes that no default collection exists:
+        /// creating one would ask the person for a new keyring's password.
+        @Test func aMissedDefaultAliasIsAskedAgainBeforeAKeyringIsCreated() async throws {
+            let fake = try await FakeSecretServiceInstance(scenario: "default-alias-missed")
+            try await fake.storage(account).save(item: "x")
+            #expect(try await fake.storage(account).get() == "x")
+            #expect(try fake.calls("ReadAlias") == 2, "asked twice, then remembered")
+            #expect(try fake.calls("CreateCollection") == 0, "no keyring created, no prompt")
+            #expect(try fake.state().items.map(\.collection) == [fakeLogin], "saved into login")
+        }
+
         @Test func duplicatesReadTheNewestAndSaveLeavesOne() async throws {
             let fake = try await FakeSecretServiceInstance()
             try fake.seed(account: account, value: "middle", modified: 1_700_000_100)

@@ -30,6 +30,18 @@ enum ProviderQuirks {
 
     // MARK: Secrets
 
+    /// How many answers of "/" to `ReadAlias("default")` it takes before the client believes there
+    /// is no default collection and creates one, which asks the person for a new keyring's password.
+    ///
+    /// GNOME Keyring 42.1 (the code is unchanged through 50.0) registers each new client in an idle
+    /// callback that can run after the client's first calls are handled. A call handled before is
+    /// treated as coming from no client: `ReadAlias` answers "/" although the login keyring is
+    /// there (CI met it once among 200 processes starting four at a time), and `OpenSession` aborts
+    /// the daemon (gnome-keyring's own bug, which many clients hit; no client can prevent it: see
+    /// Providers.md). The second answer comes after the registration. A provider that truly has no
+    /// default collection costs one more round trip, on the first run only.
+    static let answersBeforeNoDefaultCollection = 2
+
     /// Whether a secret that came back empty, or that the session could not decrypt, must be
     /// checked against the lock state before it is believed.
     ///

@@ -125,11 +125,13 @@ extension SecretServiceClient {
                 // answer "nothing there" instead of "no such collection".
                 return try await collectionPaths(session, deadline).contains(given) ? given : .none
             }
-            let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias",
-                                               .tuple([.string(collection.aliasName ?? "")]),
-                                               operation: operation, deadline: deadline).body("(o)", in: operation)
-            let path = ObjectPath(trusted: reply.child(0).string)
-            guard path == .none, collection == .default else { return path }
+            for _ in 0..<ProviderQuirks.answersBeforeNoDefaultCollection {
+                let reply = try await session.call(.service, "org.freedesktop.Secret.Service", "ReadAlias",
+                                                   .tuple([.string(collection.aliasName ?? "")]),
+                                                   operation: operation, deadline: deadline).body("(o)", in: operation)
+                let path = ObjectPath(trusted: reply.child(0).string)
+                guard path == .none, collection == .default else { return path }
+            }
             return try await createDefaultCollection(session, deadline, findOperation: operation)
         }
         guard path != .none else {
