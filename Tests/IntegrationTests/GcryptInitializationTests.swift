@@ -44,16 +44,20 @@ struct GcryptInitialization {
         #expect(result.output.contains("initialised by this package: true"))
     }
 
-    /// Not against KeePassXC 2.7.4, which crashes when clients come and go this fast.
-    @Test("200 fresh processes whose first get races their first SecuredKeyEncryptor(): no crash, never unavailable",
-          .enabled(if: Harness.provider != "keepassxc", "KeePassXC 2.7.4 crashes when clients come and go this fast"))
+    /// Against the project's fake Secret Service, not the session's provider: what races here is
+    /// libgcrypt inside each fresh process. Providers do not survive clients that start this fast:
+    /// KeePassXC 2.7.4 crashes, and GNOME Keyring 42 aborts now and then when it handles a new
+    /// client's OpenSession before it has registered the client (its own bug, Providers.md), which
+    /// failed this test once in 30 runs here and once in CI, for no fault of the processes raced.
+    @Test("200 fresh processes whose first get races their first SecuredKeyEncryptor(): no crash, never unavailable")
     func firstGetRacingFirstEncryptor() async throws {
+        let fake = try await FakeSecretServiceInstance()
         let account = uniqueAccount()
         var crashes = 0, unavailable = 0, failures: [String] = []
         // Four at a time, like an app started several times at once.
         for _ in 0..<50 {
             let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
-                for _ in 0..<4 { group.addTask { try run(Self.probe, ["race", account], timeout: 60) } }
+                for _ in 0..<4 { group.addTask { try run(Self.probe, ["race", account], environment: fake.environment, timeout: 60) } }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
             for result in results where result.status != 0 {
@@ -65,6 +69,7 @@ struct GcryptInitialization {
         #expect(crashes == 0)
         #expect(unavailable == 0)
         #expect(failures.isEmpty, "\(failures.prefix(3))")
+        #expect(try fake.calls("SearchItems") >= 200, "every process searched the fake")
     }
 }
 }
