@@ -89,7 +89,8 @@ final class FakeSecretService: SecretServiceCalls {
     }
 
     /// Another process writes `secret` into the item at `path` (announced when the fake announces
-    /// secrets written in place, as KWallet and KeePassXC do; GNOME Keyring does not). With
+    /// secrets written in place, as KWallet does; GNOME Keyring never does, KeePassXC not while it
+    /// saves its database). With
     /// `announcementOnItsWay`, the announcement is heard only after
     /// ``hearAnnouncementsRoutedSoFar()``: routed by the bus, not yet read from the socket.
     func otherProcessWrites(_ secret: Data, at path: ItemPath, announcementOnItsWay: Bool = false) {
@@ -312,112 +313,4 @@ final class FakeSecretService: SecretServiceCalls {
             return token(state)
         }
     }
-}
-
-/// A call held in flight until the test opens it.
-final class Hold: Sendable {
-    private struct State {
-        var isOpen = false
-        var hasArrived = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state = Locked(State())
-
-    var isOpen: Bool { state.withLock { $0.isOpen } }
-
-    /// Returns once a call reached the hold; throws when none did within `timeout`.
-    func waitForArrival(within timeout: Duration = .seconds(30)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !state.withLock({ $0.hasArrived }) {
-            guard ContinuousClock.now < deadline else { throw HoldError("no call reached the hold within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { continuation in
-            let runNow = state.withLock { state -> Bool in
-                state.hasArrived = true
-                if !state.isOpen { state.waiters.append(continuation) }
-                return state.isOpen
-            }
-            if runNow { continuation.resume() }
-        }
-    }
-
-    func open() {
-        let waiters = state.withLock { state in
-            state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        waiters.forEach { $0.resume() }
-    }
-}
-
-struct HoldError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-// The library's floors reach the keyring through a runtime's places (``KeychainRuntime``); these
-// build runtimes over calls a test controls, so that tests speak of the fake alone.
-
-extension KeychainRuntime {
-    /// A runtime whose places reach `calls` as their Secret Service, and `portalSecret`, when given,
-    /// as the Secret portal's answer.
-    convenience init(_ calls: any SecretServiceCalls,
-                     portalSecret: (@Sendable (Deadline) async throws(PingStorage.StorageFailure) -> [UInt8])? = nil) {
-        self.init(makeSecretService: { _ in SecretServiceConnection(calls: calls, portalSecret: portalSecret) })
-    }
-}
-
-extension KeychainConfiguration {
-    /// The configuration on the Secret Service by name: `.automatic` would ask the environment
-    /// (`PINGSTORAGE_BACKEND`, `/.flatpak-info`), which unit tests do not control.
-    var onTheSecretService: KeychainConfiguration {
-        var configuration = self
-        if configuration.backend == .automatic { configuration.backend = .secretService }
-        return configuration
-    }
-}
-
-extension SecretServiceStore {
-    /// The store on `calls`, its keys in `collection`.
-    init(_ calls: any SecretServiceCalls, collection: KeychainConfiguration.Collection = .default,
-         app: String = AppIdentity.current.id) {
-        self.init(calls: calls, keyCollection: CollectionReference(collection), app: app, boundKeys: BoundKeys())
-    }
-}
-
-extension KeychainStorage {
-    convenience init(account: String, encryptor: Encryptor, cacheStrategy: CacheStrategy,
-                     configuration: KeychainConfiguration, backend: any SecretServiceCalls) {
-        self.init(account: account, encryptor: encryptor, cacheStrategy: cacheStrategy,
-                  configuration: configuration.onTheSecretService, runtime: KeychainRuntime(backend))
-    }
-}
-
-extension Keychain {
-    init(account: String, encryptor: Encryptor, configuration: KeychainConfiguration, backend: any SecretServiceCalls) {
-        self.init(account: account, encryptor: encryptor, configuration: configuration.onTheSecretService,
-                  runtime: KeychainRuntime(backend))
-    }
-}
-
-extension KeyVault {
-    /// A vault on the Secret Service calls of `backend`, its keys unbound (no TPM is asked).
-    static func on(_ backend: any SecretServiceCalls, collection: KeychainConfiguration.Collection = .default,
-                   timeout: Duration = .seconds(25)) -> KeyVault {
-        let configuration = KeychainConfiguration(collection: collection, timeout: timeout, backend: .secretService,
-                                                  app: AppIdentity.current.id, keyBinding: .none)
-        return KeychainRuntime(backend).vault(for: configuration)
-    }
-
-    /// The key new data is sealed with, by the vault's own deadline (tests).
-    func currentKey() async throws -> (KeyID, SymmetricKey) { try await currentKey(by: deadline()) }
-    /// The key with `id`, by the vault's own deadline (tests).
-    func key(for id: KeyID) async throws -> SymmetricKey { try await key(for: id, by: deadline()) }
-    /// ``confirm(_:by:)`` by the vault's own deadline (tests).
-    func confirm(_ id: KeyID) async throws -> Bool { try await confirm(id, by: deadline()) }
 }
