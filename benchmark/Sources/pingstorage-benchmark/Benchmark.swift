@@ -52,7 +52,7 @@ struct PingStorageBenchmark {
         let collectionPath = try await client.collectionPath(.default)
         try await storeFillerPopulation()
         let raw = try await RawLibsecretContender(worker: worker, sizes: options.sizes)
-        let ours = try await KeychainContender(sizes: options.sizes) { try await raw.churn() }
+        let ours = try await KeychainContender(sizes: options.sizes, client: client) { try await raw.churn() }
         let tool = try await SecretToolContender(worker: worker, sizes: options.sizes)
         var unavailable: [Report.Unavailable] = []
         var python: PythonKeyringContender?
