@@ -28,7 +28,7 @@ enum ProviderQuirks {
         }
     }
 
-    // MARK: Secrets
+    // MARK: Collections
 
     /// How many answers of "/" to `ReadAlias("default")` it takes before the client believes there
     /// is no default collection and creates one, which asks the person for a new keyring's password.
@@ -41,6 +41,8 @@ enum ProviderQuirks {
     /// Providers.md). The second answer comes after the registration. A provider that truly has no
     /// default collection costs one more round trip, on the first run only.
     static let answersBeforeNoDefaultCollection = 2
+
+    // MARK: Secrets
 
     /// Whether a secret that came back empty, or that the session could not decrypt, must be
     /// checked against the lock state before it is believed.
@@ -116,8 +118,9 @@ enum ProviderQuirks {
 
     /// Whether the provider announces every secret written in place (SetSecret) with `ItemChanged`:
     /// KWallet 5.103 does (measured); GNOME Keyring 42.1 announces items created and deleted, never
-    /// a SetSecret. KeePassXC 2.7.4 usually announces one (twelve `ItemChanged` before its answer)
-    /// but not while it is saving its database: dbus-monitor of a failing run of the cache test
+    /// a SetSecret. KeePassXC 2.7.4 usually announces one (twelve `ItemChanged`, before its answer
+    /// or, in a trace of 150 while it kept saving, half of the time just after it) but not always
+    /// while it is saving its database: dbus-monitor of a failing run of the cache test
     /// (2026-12-05) shows a SetSecret answered with no `ItemChanged` at all, so silence proves
     /// nothing there. Where this is false, another process's save of an existing item may not be
     /// heard, and what a process remembers of it is checked again by reading it.
