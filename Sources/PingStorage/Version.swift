@@ -3,6 +3,6 @@
 
 /// The version of PingStorage for Linux, `MAJOR.MINOR.PATCH` (semantic versioning).
 public enum PingStorageVersion {
-    /// `3.0.0`.
-    public static let current = "3.0.0"
+    /// `3.0.1`.
+    public static let current = "3.0.1"
 }
